@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* One Check suite per lib file, all registered from check_main.c. */
+#ifndef IW_TEST_SUITES_H
+#define IW_TEST_SUITES_H
+#include <check.h>
+
+Suite *suite_cursor(void);
+Suite *suite_crc32c(void);
+Suite *suite_wire_err(void);
+Suite *suite_mpa_frame(void);
+Suite *suite_mpa_tx(void);
+Suite *suite_mpa_rx(void);
+Suite *suite_ddp(void);
+Suite *suite_rdmap(void);
+Suite *suite_pcap_writer(void);
+Suite *suite_vectors(void);
+
+#endif

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "suites.h"
+Suite *suite_cursor(void) { return suite_create("cursor"); }
