@@ -1,0 +1,55 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# usage: fuzz/run.sh [SECONDS]     (from the build directory; `make fuzz-run`)
+#
+# Runs every libFuzzer target that `make fuzz` built for SECONDS each
+# (default 60), seeded from the vector files. Corpora, logs and crash
+# artifacts go to fuzz/ under the build directory: they are build output.
+# Exits non-zero if a target crashed or could not run.
+set -u
+
+secs=${1:-60}
+case $secs in '' | *[!0-9]*) echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+targets="fuzz_mpa_frame fuzz_fpdu_rx"
+
+# Vector files: $IW_VECTOR_DIR, else the tree's rfc-vectors/, else the
+# shared reference set the tree's files were copied from.
+vecdir=${IW_VECTOR_DIR:-$srcdir/rfc-vectors}
+if ! ls "$vecdir"/*.iwv >/dev/null 2>&1; then
+	vecdir=/work/shared/reference/vectors
+fi
+if ls "$vecdir"/*.iwv >/dev/null 2>&1; then
+	python3 "$srcdir/fuzz/seed_from_vectors.py" fuzz "$vecdir"/*.iwv ||
+		echo "run.sh: warning: some corpus got no seeds" >&2
+else
+	echo "run.sh: warning: no *.iwv vectors found; starting from empty corpora" >&2
+fi
+
+status=0
+for t in $targets; do
+	bin=fuzz/$t
+	if [ ! -x "$bin" ]; then
+		echo "run.sh: $bin missing (run 'make fuzz' first)" >&2
+		status=1
+		continue
+	fi
+	mkdir -p "fuzz/corpus-$t" "fuzz/artifacts-$t"
+	log=fuzz/$t.log
+	echo "== $t: ${secs}s, corpus fuzz/corpus-$t, log $log"
+	"$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+		-artifact_prefix="fuzz/artifacts-$t/" "fuzz/corpus-$t" >"$log" 2>&1
+	rc=$?
+	# The last status line carries the coverage reached and the run count.
+	grep -E '^#[0-9]+' "$log" | tail -n 1
+	grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log"
+	if [ $rc -ne 0 ]; then
+		echo "== $t: FAILED (exit $rc); see $log"
+		grep -E 'ERROR|SUMMARY|Test unit written' "$log" | head -n 5
+		status=1
+	else
+		echo "== $t: ok"
+	fi
+done
+exit $status

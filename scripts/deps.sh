@@ -1,0 +1,28 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# Install the Debian 12 packages libiwarp needs that are not installed yet.
+#   scripts/deps.sh          build + demo dependencies
+#   scripts/deps.sh --test   also what the test suite and CI use
+set -eu
+
+pkgs="gcc make autoconf automake libtool pkg-config libevent-dev libisal-dev check libpcap-dev python3"
+if [ "${1:-}" = "--test" ]; then
+	# tshark: Wireshark cross-checks; clang: libFuzzer; valgrind: leak checks.
+	pkgs="$pkgs tshark clang valgrind"
+fi
+
+missing=""
+for p in $pkgs; do
+	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps.sh: installing:$missing"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+# shellcheck disable=SC2086
+$sudo apt-get install -y -q --no-install-recommends $missing
