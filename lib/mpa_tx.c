@@ -199,6 +199,10 @@ static int check_args(const struct iw_fpdu_tx *tx, const struct iw_fpdu_out *out
 		return -EINVAL;
 	if (out->iov_cap < 0 || (out->iov_cap > 0 && !out->iov))
 		return -EINVAL;
+	/* Octets 1..3 of a marker: no FPDU can start inside one. */
+	if (tx->markers && (tx->stream_off & IW_MARKER_MASK) != 0 &&
+	    (tx->stream_off & IW_MARKER_MASK) < IW_MPA_MARKER_LEN)
+		return -EINVAL;
 	return 0;
 }
 

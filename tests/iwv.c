@@ -41,9 +41,13 @@ int iwv_hex(const char *s, uint8_t *out, size_t cap)
 	return hi < 0 ? (int)n : -1;
 }
 
+/* Bounded copy that always terminates (truncation is fine for names). */
 static void copy_str(char *dst, size_t cap, const char *src)
 {
-	snprintf(dst, cap, "%s", src);
+	size_t n = strnlen(src, cap - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
 }
 
 static int parse_settings(struct iwv_rec *r, char *rest)

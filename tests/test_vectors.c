@@ -63,7 +63,7 @@ static void load_all(void)
 	DIR *d;
 
 	if (!dir)
-		dir = "rfc-vectors";
+		dir = IW_DEFAULT_VECTOR_DIR;
 	d = opendir(dir);
 	if (!d) {
 		snprintf(load_err, sizeof(load_err), "%s: %s", dir, strerror(errno));
