@@ -113,10 +113,11 @@ dissect out.pcap expect.tsv got.tsv || { cat tshark.err; exit 1; }
 crc_verdicts out.pcap >crc.txt
 compare expect.tsv got.tsv >cmp.txt
 grep -v '^checked ' cmp.txt
-set -- $(grep '^checked ' cmp.txt)
-fpdus=$2
-fail=$((fail + $4))
-echo "tshark_xcheck: out.pcap: $2 FPDUs and $3 MPA frames compared, $4 differences"
+read -r _ fpdus n_mpa n_diff <<EOF
+$(grep '^checked ' cmp.txt)
+EOF
+fail=$((fail + n_diff))
+echo "tshark_xcheck: out.pcap: $fpdus FPDUs and $n_mpa MPA frames compared, $n_diff differences"
 good=$(awk '$2 == "good"' crc.txt | wc -l)
 badcrc=$(awk '$2 == "bad"' crc.txt | wc -l)
 if [ "$good" -ne "$fpdus" ] || [ "$badcrc" -ne 0 ]; then
@@ -125,21 +126,27 @@ if [ "$good" -ne "$fpdus" ] || [ "$badcrc" -ne 0 ]; then
 	fail=$((fail + 1))
 fi
 # Each FPDU's verdict must be on that FPDU's frame.
-for f in $(awk -F'\t' '!/^#/ && $8 != "" { print $1 }' expect.tsv); do
-	grep -q "^$f good " crc.txt || { echo "frame $f: no Good CRC32 verdict"; fail=$((fail + 1)); }
-done
+missing=$(awk -F'\t' '!/^#/ && $8 != "" { print $1 }' expect.tsv | while read -r f; do
+	grep -q "^$f good " crc.txt || echo "frame $f: no Good CRC32 verdict"
+done)
+if [ -n "$missing" ]; then
+	echo "$missing"
+	fail=$((fail + 1))
+fi
 
 # 2. The corrupted capture: tshark must see exactly the one bad CRC.
 dissect bad.pcap bad.tsv badgot.tsv || { cat tshark.err; exit 1; }
 crc_verdicts bad.pcap >badcrc.txt
 compare bad.tsv badgot.tsv >badcmp.txt
 grep -v '^checked ' badcmp.txt
-set -- $(grep '^checked ' badcmp.txt)
-fpdus=$((fpdus + $2))
-fail=$((fail + $4))
-set -- $(sed -n 's/^# bad_frame=\([0-9]*\) good_crc=\(0x[0-9a-f]*\)$/\1 \2/p' bad.tsv)
-bad_frame=$1
-good_crc=$2
+read -r _ n_fpdu _ n_diff <<EOF
+$(grep '^checked ' badcmp.txt)
+EOF
+fpdus=$((fpdus + n_fpdu))
+fail=$((fail + n_diff))
+read -r bad_frame good_crc <<EOF
+$(sed -n 's/^# bad_frame=\([0-9]*\) good_crc=\(0x[0-9a-f]*\)$/\1 \2/p' bad.tsv)
+EOF
 verdict=$(awk -v f="$bad_frame" '$1 == f { print $2, $4 }' badcrc.txt)
 others=$(awk -v f="$bad_frame" '$1 != f && $2 == "bad"' badcrc.txt | wc -l)
 if [ "$verdict" != "bad $good_crc" ] || [ "$others" -ne 0 ]; then
