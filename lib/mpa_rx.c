@@ -41,10 +41,30 @@ static int fail(struct iw_fpdu_rx *rx, enum iw_wire_err why)
 	return err_code(why);
 }
 
+static void crc_flush(struct iw_fpdu_rx *rx)
+{
+	if (rx->crc_pend_len)
+		rx->crc_state = iw_crc32c_update(rx->crc_state, rx->crc_pend, rx->crc_pend_len);
+	rx->crc_pend = NULL;
+	rx->crc_pend_len = 0;
+}
+
+/* CRC-covered input octets are queued while they stay adjacent in the
+ * input and then fed in one call, so a contiguous FPDU costs one call for
+ * its length and headers and one for payload and pad, not one per state.
+ * The queue points into the caller's input: it is flushed before
+ * iw_fpdu_rx_next() returns. */
 static void crc_feed(struct iw_fpdu_rx *rx, const uint8_t *p, size_t n)
 {
-	if (rx->crc)
-		rx->crc_state = iw_crc32c_update(rx->crc_state, p, n);
+	if (!rx->crc || n == 0)
+		return;
+	if (rx->crc_pend_len && rx->crc_pend + rx->crc_pend_len == p) {
+		rx->crc_pend_len += n;
+		return;
+	}
+	crc_flush(rx);
+	rx->crc_pend = p;
+	rx->crc_pend_len = n;
 }
 
 IW_EXPORT void iw_fpdu_rx_init(struct iw_fpdu_rx *rx, bool crc, bool markers, uint32_t stream_off,
@@ -60,12 +80,17 @@ IW_EXPORT void iw_fpdu_rx_init(struct iw_fpdu_rx *rx, bool crc, bool markers, ui
 	rx->state = RX_IDLE;
 }
 
-/* The first octet of an FPDU (its leading marker, if one is due) arrives. */
+/* The first octet of an FPDU (its leading marker, if one is due) arrives.
+ * seg is not cleared wholesale (that costs more than the rest of the
+ * header path): every field is set before the events expose it, except the
+ * rdmap union, which holds only the member the opcode names. */
 static void begin_fpdu(struct iw_fpdu_rx *rx)
 {
-	memset(&rx->seg, 0, sizeof(rx->seg));
 	rx->fpdu_start = rx->stream_off;
 	rx->seg.fpdu_off = rx->stream_off;
+	rx->seg.raw_hdr_len = 0;
+	rx->seg.payload_len = 0;
+	rx->seg.crc = 0;
 	rx->crc_state = IW_CRC32C_INIT;
 	rx->state = RX_LEN;
 	rx->need = 2;
@@ -76,6 +101,7 @@ static void begin_fpdu(struct iw_fpdu_rx *rx)
 static void enter_trailer(struct iw_fpdu_rx *rx)
 {
 	rx->state = RX_TRAILER;
+	rx->pad_crc_done = false;
 	rx->got = 0;
 	rx->need = iw_mpa_pad(rx->seg.ulpdu_len) + IW_MPA_CRC_LEN;
 }
@@ -116,15 +142,21 @@ static size_t take_marker(struct iw_fpdu_rx *rx, const uint8_t *p, size_t n, int
 
 static size_t take_len(struct iw_fpdu_rx *rx, const uint8_t *p, size_t n, int *rc)
 {
-	size_t k = min_sz(n, rx->need - rx->got);
+	size_t k;
 
-	memcpy(rx->lenbuf + rx->got, p, k);
+	if (rx->got == 0 && n >= 2) {
+		/* Both octets at hand: read them in place. */
+		k = 2;
+		rx->seg.ulpdu_len = iw_get_be16(p);
+	} else {
+		k = 1;
+		rx->lenbuf[rx->got++] = p[0];
+		rx->seg.ulpdu_len = iw_get_be16(rx->lenbuf);
+	}
 	crc_feed(rx, p, k);
-	rx->got += (uint32_t)k;
-	if (rx->got < rx->need)
+	if (k == 1 && rx->got < 2)
 		return k;
 
-	rx->seg.ulpdu_len = iw_get_be16(rx->lenbuf);
 	if (rx->seg.ulpdu_len > rx->max_ulpdu) {
 		*rc = fail(rx, IW_WERR_FPDU_TOO_LONG);
 		return k;
@@ -136,7 +168,7 @@ static size_t take_len(struct iw_fpdu_rx *rx, const uint8_t *p, size_t n, int *r
 	}
 	rx->state = RX_HDR;
 	rx->got = 0;
-	rx->need = 1; /* the DDP control octet says how long the header is */
+	rx->need = 0; /* set by the DDP control octet */
 	return k;
 }
 
@@ -231,9 +263,19 @@ static size_t take_hdr(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint
 		       int *rc)
 {
 	struct iw_ddp_seg *s = &rx->seg;
-	size_t k = min_sz(n, rx->need - rx->got);
-	size_t base;
+	const uint8_t ctrl = rx->got ? s->raw_hdr[0] : p[0];
+	const size_t base = (ctrl & IW_DDP_T) ? IW_DDP_TAGGED_HDR_LEN : IW_DDP_UNTAGGED_HDR_LEN;
+	size_t k;
 
+	/* The T bit of the first octet sizes the DDP header. */
+	if (rx->got == 0) {
+		if (s->ulpdu_len < base) {
+			*rc = fail(rx, IW_WERR_FPDU_TOO_SHORT);
+			return 0;
+		}
+		rx->need = (uint32_t)base;
+	}
+	k = min_sz(n, rx->need - rx->got);
 	memcpy(s->raw_hdr + rx->got, p, k);
 	crc_feed(rx, p, k);
 	rx->got += (uint32_t)k;
@@ -241,14 +283,6 @@ static size_t take_hdr(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint
 	if (rx->got < rx->need)
 		return k;
 
-	base = (s->raw_hdr[0] & IW_DDP_T) ? IW_DDP_TAGGED_HDR_LEN : IW_DDP_UNTAGGED_HDR_LEN;
-	if (rx->got == 1) {
-		if (s->ulpdu_len < base)
-			*rc = fail(rx, IW_WERR_FPDU_TOO_SHORT);
-		else
-			rx->need = (uint32_t)base;
-		return k;
-	}
 	if (rx->got == base) {
 		*rc = ddp_done(rx);
 		/* Terminate always goes through its parser, even when empty. */
@@ -264,6 +298,7 @@ static size_t take_payload(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const 
 			   size_t n, int *rc)
 {
 	size_t k = min_sz(n, rx->seg.payload_len - rx->payload_done);
+	uint32_t pad = iw_mpa_pad(rx->seg.ulpdu_len);
 
 	crc_feed(rx, p, k);
 	ev->kind = IW_RX_PAYLOAD;
@@ -272,17 +307,26 @@ static size_t take_payload(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const 
 	ev->len = k;
 	ev->off = rx->payload_done;
 	rx->payload_done += (uint32_t)k;
-	if (rx->payload_done == rx->seg.payload_len)
+	if (rx->payload_done == rx->seg.payload_len) {
 		enter_trailer(rx);
+		/* Read ahead: pad already in the input (n stops short of any
+		 * marker) goes through the CRC with the payload, in one call.
+		 * It is still consumed by the trailer state. */
+		if (n - k >= pad) {
+			crc_feed(rx, p + k, pad);
+			rx->pad_crc_done = true;
+		}
+	}
 	*rc = 1;
 	return k;
 }
 
-static int trailer_done(struct iw_fpdu_rx *rx, struct iw_rx_event *ev)
+static int trailer_done(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *crc_field)
 {
 	struct iw_ddp_seg *s = &rx->seg;
 
-	s->crc = iw_crc32c_get_wire(rx->trailer + iw_mpa_pad(s->ulpdu_len));
+	crc_flush(rx);
+	s->crc = iw_crc32c_get_wire(crc_field);
 	/* CRC off: the field is present but carries nothing (RFC 5044). */
 	if (rx->crc && !(rx->flags & IW_RX_SKIP_CRC) &&
 	    iw_crc32c_final(rx->crc_state) != s->crc)
@@ -303,12 +347,19 @@ static size_t take_trailer(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const 
 	uint32_t pad = iw_mpa_pad(rx->seg.ulpdu_len);
 	size_t k = min_sz(n, rx->need - rx->got);
 
-	if (rx->got < pad)
+	if (rx->got < pad && !rx->pad_crc_done)
 		crc_feed(rx, p, min_sz(k, pad - rx->got));
-	memcpy(rx->trailer + rx->got, p, k);
+	if (rx->got == 0 && k == rx->need) {
+		/* All in the input: read the CRC field in place. */
+		rx->got = rx->need;
+		*rc = trailer_done(rx, ev, p + pad);
+		return k;
+	}
+	for (size_t i = 0; i < k; i++)
+		rx->trailer[rx->got + i] = p[i];
 	rx->got += (uint32_t)k;
 	if (rx->got == rx->need)
-		*rc = trailer_done(rx, ev);
+		*rc = trailer_done(rx, ev, rx->trailer + pad);
 	return k;
 }
 
@@ -361,6 +412,7 @@ IW_EXPORT int iw_fpdu_rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, con
 		pos += n;
 		rx->stream_off += (uint32_t)n;
 	}
+	crc_flush(rx); /* the queue must not outlive the caller's buffer */
 	*consumed = pos;
 	return rc;
 }
@@ -390,6 +442,7 @@ IW_EXPORT int iw_fpdu_rx_direct_done(struct iw_fpdu_rx *rx, const uint8_t *dst, 
 	if (n == 0)
 		return 0;
 	crc_feed(rx, dst, n);
+	crc_flush(rx);
 	rx->payload_done += (uint32_t)n;
 	rx->stream_off += (uint32_t)n;
 	if (rx->payload_done == rx->seg.payload_len)

@@ -274,7 +274,7 @@ IW_EXPORT int iw_fpdu_encode(struct iw_fpdu_tx *tx, struct iw_fpdu_out *out, con
 		return rc; /* -ENOSPC; tx untouched */
 
 	/* With CRC off the field stays zero (RFC 5044: send 0, ignore). */
-	out->crc = !tx->crc ? crc_prefix(out->iov, out->iovcnt, crc_at) : 0;
+	out->crc = tx->crc ? crc_prefix(out->iov, out->iovcnt, crc_at) : 0;
 	iw_crc32c_put_wire(out->tail + pad, out->crc);
 	out->wire_len = l.pos;
 	tx->stream_off += (uint32_t)l.pos;
