@@ -18,7 +18,7 @@ targets="fuzz_mpa_frame fuzz_fpdu_rx"
 # shared reference set the tree's files were copied from.
 vecdir=${IW_VECTOR_DIR:-$srcdir/rfc-vectors}
 if ! ls "$vecdir"/*.iwv >/dev/null 2>&1; then
-	vecdir=/work/shared/reference/vectors
+	vecdir=$srcdir/../shared/reference/vectors
 fi
 if ls "$vecdir"/*.iwv >/dev/null 2>&1; then
 	python3 "$srcdir/fuzz/seed_from_vectors.py" fuzz "$vecdir"/*.iwv ||
