@@ -11,6 +11,7 @@
 
 #include "iwarp/wire.h"
 #include "suites.h"
+#include "testutil.h"
 
 /* ck_assert logs every passing check, which dominates loops that run
  * millions of them; this only reports failures. */
@@ -86,25 +87,6 @@ static const struct {
 	      " 74 00 00 00 2f 24 d0 f7"}, /* inside the header */
 };
 #define NUM_PLACES ((int)(sizeof(places) / sizeof(places[0])))
-
-static size_t unhex(uint8_t *out, size_t cap, const char *s)
-{
-	size_t n = 0;
-
-	while (*s) {
-		unsigned v;
-
-		if (*s == ' ') {
-			s++;
-			continue;
-		}
-		REQUIRE(sscanf(s, "%2x", &v) == 1);
-		REQUIRE((n) < (cap));
-		out[n++] = (uint8_t)v;
-		s += 2;
-	}
-	return n;
-}
 
 /* ------------------------------------------------------------ driver */
 
@@ -263,7 +245,7 @@ START_TEST(t_vectors)
 {
 	const struct rxv *v = &vecs[_i];
 	uint8_t fp[128];
-	size_t len = unhex(fp, sizeof(fp), v->hex);
+	size_t len = tu_unhex(fp, sizeof(fp), v->hex);
 	size_t ulpdu = (size_t)(fp[0] << 8 | fp[1]);
 	const struct iw_ddp_seg *s;
 
@@ -291,7 +273,7 @@ START_TEST(t_vector_fields)
 
 #define DECODE(i)                                                                          \
 	do {                                                                               \
-		size_t n_ = unhex(fp, sizeof(fp), vecs[i].hex);                            \
+		size_t n_ = tu_unhex(fp, sizeof(fp), vecs[i].hex);                            \
 		rec_reset(&rec_a);                                                         \
 		iw_fpdu_rx_init(&rx, true, false, 0, 0, 0);                                \
 		ck_assert_int_eq(feed(&rx, &rec_a, fp, n_), 0);                            \
@@ -356,7 +338,7 @@ START_TEST(t_back_to_back)
 
 	for (int i = 0; i < NUM_VECS; i++) {
 		offs[i] = n;
-		n += unhex(buf + n, sizeof(buf) - n, vecs[i].hex);
+		n += tu_unhex(buf + n, sizeof(buf) - n, vecs[i].hex);
 	}
 	decode_every_way(buf, n, true, false, 0, &rec_a);
 	ck_assert_int_eq(rec_a.nseg, NUM_VECS);
@@ -370,7 +352,7 @@ END_TEST
 START_TEST(t_marker_vector)
 {
 	uint8_t fp[64];
-	size_t len = unhex(fp, sizeof(fp), send_marker_508);
+	size_t len = tu_unhex(fp, sizeof(fp), send_marker_508);
 
 	decode_every_way(fp, len, true, true, 508, &rec_a);
 	ck_assert_int_eq(rec_a.nseg, 1);
@@ -385,7 +367,7 @@ END_TEST
 START_TEST(t_marker_places)
 {
 	uint8_t fp[64];
-	size_t len = unhex(fp, sizeof(fp), places[_i].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), places[_i].hex);
 
 	decode_every_way(fp, len, true, true, places[_i].off, &rec_a);
 	ck_assert_int_eq(rec_a.nseg, 1);
@@ -570,7 +552,7 @@ static size_t fpdu_from(uint8_t *buf, size_t cap, const uint8_t *hdr, size_t hl,
 START_TEST(t_err_crc)
 {
 	uint8_t fp[64];
-	size_t len = unhex(fp, sizeof(fp), vecs[0].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), vecs[0].hex);
 
 	for (size_t i = len - 4; i < len; i++) {
 		fp[i] ^= 0x10;
@@ -591,7 +573,7 @@ START_TEST(t_err_flip_every_byte)
 	size_t len;
 
 	for (int v = 0; v < 2; v++) {
-		len = unhex(fp, sizeof(fp), v ? send_marker_508 : vecs[0].hex);
+		len = tu_unhex(fp, sizeof(fp), v ? send_marker_508 : vecs[0].hex);
 		for (size_t i = 0; i < len; i++) {
 			for (int bit = 0; bit < 8; bit++) {
 				struct iw_fpdu_rx rx;
@@ -615,7 +597,7 @@ END_TEST
 START_TEST(t_err_marker)
 {
 	uint8_t fp[64];
-	size_t len = unhex(fp, sizeof(fp), send_marker_508);
+	size_t len = tu_unhex(fp, sizeof(fp), send_marker_508);
 	struct iw_fpdu_rx rx;
 
 	fp[7] = 8; /* FPDUPTR 8 instead of 4 */
@@ -633,11 +615,11 @@ START_TEST(t_err_marker)
 	expect_err(fp, len, true, 508, 0, -EPROTO, IW_WERR_FPDU_MARKER);
 
 	/* a leading marker must point at itself */
-	len = unhex(fp, sizeof(fp), places[3].hex);
+	len = tu_unhex(fp, sizeof(fp), places[3].hex);
 	fp[3] = 4;
 	expect_err(fp, len, true, 0, 0, -EPROTO, IW_WERR_FPDU_MARKER);
 	/* decoded at the wrong phase, a stream is marker garbage */
-	len = unhex(fp, sizeof(fp), send_marker_508);
+	len = tu_unhex(fp, sizeof(fp), send_marker_508);
 	expect_err(fp, len, true, 504, 0, -EPROTO, IW_WERR_FPDU_MARKER);
 }
 END_TEST
@@ -646,7 +628,7 @@ START_TEST(t_err_lengths)
 {
 	static uint8_t buf[70000];
 	uint8_t fp[64];
-	size_t len = unhex(fp, sizeof(fp), vecs[1].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), vecs[1].hex);
 	uint8_t rr[64];
 
 	fill_pattern();
@@ -659,11 +641,11 @@ START_TEST(t_err_lengths)
 	fp[1] = 13;
 	expect_err(fp, len, false, 0, 0, -EPROTO, IW_WERR_FPDU_TOO_SHORT);
 	/* untagged needs 18 */
-	len = unhex(fp, sizeof(fp), vecs[0].hex);
+	len = tu_unhex(fp, sizeof(fp), vecs[0].hex);
 	fp[1] = 17;
 	expect_err(fp, len, false, 0, 0, -EPROTO, IW_WERR_FPDU_TOO_SHORT);
 	/* a Read Request needs 18 + 28 */
-	len = unhex(rr, sizeof(rr), vecs[3].hex);
+	len = tu_unhex(rr, sizeof(rr), vecs[3].hex);
 	len = fpdu_from(buf, sizeof(buf), rr + 2, 18, 27);
 	expect_err(buf, len, false, 0, 0, -EPROTO, IW_WERR_FPDU_TOO_SHORT);
 
@@ -727,21 +709,21 @@ START_TEST(t_err_header_syntax)
 	expect_err(buf, len, false, 0, 0, -EPROTO, IW_WERR_DDP_QN);
 
 	/* Read Request without L */
-	len = unhex(buf, sizeof(buf), vecs[3].hex);
+	len = tu_unhex(buf, sizeof(buf), vecs[3].hex);
 	memcpy(h, buf + 2, 46);
 	h[0] = 0x01;
 	len = fpdu_from(buf, sizeof(buf), h, 46, 0);
 	expect_err(buf, len, false, 0, 0, -EPROTO, IW_WERR_RDMAP_NOT_LAST);
 
 	/* atomic opcode 1 is reserved */
-	len = unhex(buf, sizeof(buf), vecs[7].hex);
+	len = tu_unhex(buf, sizeof(buf), vecs[7].hex);
 	memcpy(h, buf + 2, 70);
 	h[21] = 1;
 	len = fpdu_from(buf, sizeof(buf), h, 70, 0);
 	expect_err(buf, len, false, 0, 0, -EPROTO, IW_WERR_RDMAP_ATOMIC_OP);
 
 	/* Terminate announcing a copied DDP header it does not carry */
-	len = unhex(buf, sizeof(buf), vecs[5].hex);
+	len = tu_unhex(buf, sizeof(buf), vecs[5].hex);
 	memcpy(h, buf + 2, 22);
 	h[20] = 0x40;
 	len = fpdu_from(buf, sizeof(buf), h, 22, 0);
@@ -758,12 +740,12 @@ END_TEST
 START_TEST(t_err_sticky)
 {
 	uint8_t bad[64], good[64];
-	size_t len = unhex(bad, sizeof(bad), vecs[0].hex);
+	size_t len = tu_unhex(bad, sizeof(bad), vecs[0].hex);
 	struct iw_fpdu_rx rx;
 	struct iw_rx_event ev;
 	size_t used = 99;
 
-	unhex(good, sizeof(good), vecs[0].hex);
+	tu_unhex(good, sizeof(good), vecs[0].hex);
 	bad[len - 1] ^= 1;
 	rec_reset(&rec_a);
 	iw_fpdu_rx_init(&rx, true, false, 0, 0, 0);
@@ -794,7 +776,7 @@ END_TEST
 START_TEST(t_truncated)
 {
 	uint8_t fp[64];
-	size_t len = unhex(fp, sizeof(fp), vecs[0].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), vecs[0].hex);
 
 	for (size_t cut = 0; cut <= len; cut++) {
 		struct iw_fpdu_rx rx;
@@ -819,7 +801,7 @@ END_TEST
 START_TEST(t_crc_off_and_skip)
 {
 	uint8_t fp[64];
-	size_t len = unhex(fp, sizeof(fp), vecs[0].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), vecs[0].hex);
 	struct iw_fpdu_rx rx;
 
 	fp[len - 4] = 0xde; /* garbage in the field */
@@ -943,21 +925,29 @@ START_TEST(t_direct_placement)
 }
 END_TEST
 
+/* A 4000-octet Write FPDU with CRC on, and a decoder ready for it. */
+static size_t direct_setup(uint8_t *wire, size_t cap, struct iw_fpdu_rx *rx)
+{
+	struct iw_fpdu_tx tx;
+
+	fill_pattern();
+	iw_fpdu_tx_init(&tx, true, false, 0);
+	iw_fpdu_rx_init(rx, true, false, 0, 0, 0);
+	return put_fpdu(&tx, wire, cap, write_hdr, 14, pattern, 4000);
+}
+
 START_TEST(t_direct_bad_crc)
 {
 	static uint8_t wire[8000], dst[8000];
-	struct iw_fpdu_tx tx;
 	struct iw_fpdu_rx rx;
 	struct iw_rx_event ev;
 	size_t n, used, d;
 
-	fill_pattern();
-	iw_fpdu_tx_init(&tx, true, false, 0);
-	n = put_fpdu(&tx, wire, sizeof(wire), write_hdr, 14, pattern, 4000);
-	iw_fpdu_rx_init(&rx, true, false, 0, 0, 0);
+	n = direct_setup(wire, sizeof(wire), &rx);
 	ck_assert_uint_eq(iw_fpdu_rx_direct_len(&rx), 0); /* not in a payload */
 	ck_assert_int_eq(iw_fpdu_rx_direct_done(&rx, dst, 1), -EINVAL);
-	ck_assert_int_eq(iw_fpdu_rx_next(&rx, &ev, wire, n, &used), 1);
+	/* Only the header is fed: the payload is then received directly. */
+	ck_assert_int_eq(iw_fpdu_rx_next(&rx, &ev, wire, 16, &used), 1);
 	ck_assert_int_eq(ev.kind, IW_RX_SEG_HDR);
 	ck_assert_uint_eq(used, 16);
 	d = iw_fpdu_rx_direct_len(&rx);
@@ -968,6 +958,29 @@ START_TEST(t_direct_bad_crc)
 	ck_assert_uint_eq(iw_fpdu_rx_direct_len(&rx), 0);
 	ck_assert_int_eq(iw_fpdu_rx_next(&rx, &ev, wire + 16 + d, n - 16 - d, &used), -EBADMSG);
 	ck_assert_int_eq(rx.err, IW_WERR_FPDU_CRC);
+}
+END_TEST
+
+/* The header call read the payload ahead into the CRC; placing those same
+ * stream octets directly must not count them twice. */
+START_TEST(t_direct_after_read_ahead)
+{
+	static uint8_t wire[8000], dst[8000];
+	struct iw_fpdu_rx rx;
+	struct iw_rx_event ev;
+	size_t n, used, d;
+
+	n = direct_setup(wire, sizeof(wire), &rx);
+	ck_assert_int_eq(iw_fpdu_rx_next(&rx, &ev, wire, n, &used), 1);
+	ck_assert_int_eq(ev.kind, IW_RX_SEG_HDR);
+	d = iw_fpdu_rx_direct_len(&rx);
+	ck_assert_uint_eq(d, 4000);
+	memcpy(dst, wire + 16, d);
+	ck_assert_int_eq(iw_fpdu_rx_direct_done(&rx, dst, d), 0);
+	ck_assert_int_eq(iw_fpdu_rx_next(&rx, &ev, wire + 16 + d, n - 16 - d, &used), 1);
+	ck_assert_int_eq(ev.kind, IW_RX_SEG_END);
+	ck_assert_uint_eq(used, n - 16 - d);
+	ck_assert_int_eq(iw_fpdu_rx_finish(&rx), 0);
 }
 END_TEST
 
@@ -1027,6 +1040,7 @@ Suite *suite_mpa_rx(void)
 	tcase_add_test(tc, t_garbage);
 	tcase_add_test(tc, t_direct_placement);
 	tcase_add_test(tc, t_direct_bad_crc);
+	tcase_add_test(tc, t_direct_after_read_ahead);
 	tcase_add_test(tc, t_one_payload_event);
 	suite_add_tcase(s, tc);
 	return s;

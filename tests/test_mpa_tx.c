@@ -10,6 +10,7 @@
 
 #include "iwarp/wire.h"
 #include "suites.h"
+#include "testutil.h"
 
 /* ck_assert logs every passing check, which dominates loops that run
  * millions of them; this only reports failures. */
@@ -67,25 +68,6 @@ static const char *const send_marker_508 =
 	"00 1b 41 43 00 00 00 04 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 72 64 6d 61"
 	" 5f 74 65 73 74 00 00 00 e5 32 94 f9";
 
-static size_t unhex(uint8_t *out, size_t cap, const char *s)
-{
-	size_t n = 0;
-
-	while (*s) {
-		unsigned v;
-
-		if (*s == ' ') {
-			s++;
-			continue;
-		}
-		REQUIRE(sscanf(s, "%2x", &v) == 1);
-		REQUIRE((n) < (cap));
-		out[n++] = (uint8_t)v;
-		s += 2;
-	}
-	return n;
-}
-
 static size_t flatten(const struct iw_fpdu_out *o, uint8_t *buf, size_t cap)
 {
 	size_t n = 0;
@@ -96,19 +78,6 @@ static size_t flatten(const struct iw_fpdu_out *o, uint8_t *buf, size_t cap)
 		n += o->iov[i].iov_len;
 	}
 	return n;
-}
-
-/* Bitwise CRC32c, independent of the library's ISA-L path. */
-static uint32_t ref_crc(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xFFFFFFFFu;
-
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-	}
-	return ~c;
 }
 
 static struct iovec iovs[IW_FPDU_IOV_NEED(16, IW_FPDU_MARKERS_MAX)];
@@ -147,7 +116,7 @@ START_TEST(t_vectors_exact)
 {
 	const struct txv *v = &vecs[_i];
 	uint8_t fp[128], wire[256];
-	size_t len = unhex(fp, sizeof(fp), v->hex);
+	size_t len = tu_unhex(fp, sizeof(fp), v->hex);
 	size_t ulpdu = (size_t)(fp[0] << 8 | fp[1]);
 	static const size_t cuts[] = {0, 1, 4};
 	struct iw_fpdu_tx tx;
@@ -160,7 +129,7 @@ START_TEST(t_vectors_exact)
 	ck_assert_msg(memcmp(wire, fp, len) == 0, "%s: bytes differ", v->name);
 	ck_assert_uint_eq(out.crc, (uint32_t)fp[len - 4] | (uint32_t)fp[len - 3] << 8 |
 					   (uint32_t)fp[len - 2] << 16 | (uint32_t)fp[len - 1] << 24);
-	ck_assert_uint_eq(out.crc, ref_crc(fp, len - 4));
+	ck_assert_uint_eq(out.crc, tu_ref_crc32c(fp, len - 4));
 	ck_assert_uint_eq(tx.stream_off, 1000 + len);
 }
 END_TEST
@@ -172,8 +141,8 @@ START_TEST(t_marker_at_508)
 	struct iovec pay = {0};
 	size_t wl;
 
-	unhex(fp, sizeof(fp), vecs[0].hex);
-	wl = unhex(want, sizeof(want), send_marker_508);
+	tu_unhex(fp, sizeof(fp), vecs[0].hex);
+	wl = tu_unhex(want, sizeof(want), send_marker_508);
 	iw_fpdu_tx_init(&tx, true, true, 508);
 	out_reset(IW_FPDU_IOV_NEED(1, 1));
 	pay.iov_base = fp + 20;
@@ -226,8 +195,8 @@ START_TEST(t_marker_places)
 	size_t wl;
 	static const size_t cuts[] = {3, 5};
 
-	unhex(fp, sizeof(fp), vecs[1].hex);
-	wl = unhex(want, sizeof(want), p->hex);
+	tu_unhex(fp, sizeof(fp), vecs[1].hex);
+	wl = tu_unhex(want, sizeof(want), p->hex);
 	iw_fpdu_tx_init(&tx, true, true, p->off);
 	out_reset(IW_FPDU_IOV_NEED(3, 1));
 	ck_assert_int_eq(encode_vec(&tx, fp, 14, 23, cuts, 2), 0);
@@ -301,7 +270,7 @@ END_TEST
 START_TEST(t_crc_off)
 {
 	uint8_t fp[64], wire[64];
-	size_t len = unhex(fp, sizeof(fp), vecs[0].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), vecs[0].hex);
 	static const size_t cuts[] = {2};
 	struct iw_fpdu_tx tx;
 
@@ -342,7 +311,7 @@ END_TEST
 START_TEST(t_empty_pieces_and_zero_payload)
 {
 	uint8_t fp[64], wire[64];
-	size_t len = unhex(fp, sizeof(fp), vecs[1].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), vecs[1].hex);
 	struct iovec pay[5] = {
 		{fp + 16, 0}, {fp + 16, 4}, {NULL, 0}, {fp + 20, 5}, {fp + 25, 0},
 	};
@@ -359,7 +328,7 @@ START_TEST(t_empty_pieces_and_zero_payload)
 		ck_assert_uint_gt(out.iov[i].iov_len, 0);
 
 	/* zero-length payload, as the RTR: NULL payload list allowed */
-	len = unhex(fp, sizeof(fp), vecs[2].hex);
+	len = tu_unhex(fp, sizeof(fp), vecs[2].hex);
 	out_reset(IW_FPDU_IOV_NEED(0, 0));
 	ck_assert_int_eq(iw_fpdu_encode(&tx, &out, fp + 2, 14, NULL, 0), 0);
 	ck_assert_uint_eq(flatten(&out, wire, sizeof(wire)), len);
@@ -370,7 +339,7 @@ END_TEST
 START_TEST(t_header_in_place)
 {
 	uint8_t fp[64], wire[64];
-	size_t len = unhex(fp, sizeof(fp), vecs[4].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), vecs[4].hex);
 	struct iovec pay = {fp + 16, 9};
 	struct iw_fpdu_tx tx;
 
@@ -478,7 +447,7 @@ static void ref_check(const uint8_t *wire, size_t wl, uint32_t off, const uint8_
 	}
 	REQUIRE((n) == (plain_len));
 	REQUIRE(memcmp(stripped, plain, plain_len - 4) == 0);
-	want = crc ? ref_crc(wire, crc_at) : 0;
+	want = crc ? tu_ref_crc32c(wire, crc_at) : 0;
 	REQUIRE((stripped[n - 4] | stripped[n - 3] << 8 | stripped[n - 2] << 16 |
 				  (uint32_t)stripped[n - 1] << 24) == (want));
 }

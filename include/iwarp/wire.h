@@ -491,6 +491,7 @@ struct iw_fpdu_rx {
 	uint8_t lenbuf[2];
 	uint8_t trailer[3 + IW_MPA_CRC_LEN];
 	bool pad_crc_done;       /* pad already run through the CRC (read ahead) */
+	bool payload_crc_done;   /* payload and pad run through the CRC with the header */
 	const uint8_t *crc_pend; /* CRC-covered input octets not yet fed to the */
 	size_t crc_pend_len;     /* CRC: adjacent pieces are fed in one call */
 	struct iw_ddp_seg seg;

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <check.h>
+
+#include "iwv.h"
+#include "testutil.h"
+
+uint32_t tu_ref_crc32c(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xFFFFFFFFu;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+	}
+	return ~c;
+}
+
+size_t tu_unhex(uint8_t *out, size_t cap, const char *s)
+{
+	int n = iwv_hex(s, out, cap);
+
+	ck_assert_msg(n >= 0, "malformed hex or buffer too small: %s", s);
+	return (size_t)n;
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Helpers shared by the Check suites. */
+#ifndef IW_TEST_UTIL_H
+#define IW_TEST_UTIL_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* CRC32c by its reflected bitwise definition, independent of ISA-L. */
+uint32_t tu_ref_crc32c(const uint8_t *p, size_t n);
+/* Hex octets ("aa bb" or "aabb") into out; fails the test if malformed. */
+size_t tu_unhex(uint8_t *out, size_t cap, const char *s);
+#endif
