@@ -22,16 +22,10 @@
 #include <string.h>
 
 #include "iwarp/wire.h"
+#include "fuzz.h"
 
 #define SETTINGS_LEN 8
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)              \
-	do {                     \
-		if (!(cond))     \
-			abort(); \
-	} while (0)
 
 struct settings {
 	bool crc;

@@ -19,16 +19,10 @@
 #include <string.h>
 
 #include "iwarp/wire.h"
+#include "fuzz.h"
 
 #define FRAME_MAX (IW_MPA_FRAME_HDR_LEN + IW_MPA_PD_MAX)
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)              \
-	do {                     \
-		if (!(cond))     \
-			abort(); \
-	} while (0)
 
 struct parse_result {
 	int rc;
