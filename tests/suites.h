@@ -14,5 +14,9 @@ Suite *suite_ddp(void);
 Suite *suite_rdmap(void);
 Suite *suite_pcap_writer(void);
 Suite *suite_vectors(void);
+Suite *suite_evq(void);
+Suite *suite_mem(void);
+Suite *suite_cq(void);
+Suite *suite_mpa_hs(void);
 
 #endif

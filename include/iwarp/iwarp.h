@@ -3,4 +3,6 @@
 #ifndef IWARP_IWARP_H
 #define IWARP_IWARP_H
 #include <iwarp/wire.h>
+#include <iwarp/verbs.h>
+#include <iwarp/cm.h>
 #endif

@@ -5,10 +5,7 @@
  * libibverbs so that code written for it ports by renaming ibv_ to iw_.
  * No ibv_ symbol is defined: the real libibverbs can be linked beside us.
  *
- * DRAFT CONTRACT for the protocol engine (issue "Protocol engine"): the
- * declarations below are what lib/mem.c, lib/cq.c, lib/qp.c and lib/verbs.c
- * implement. Nothing here is exported until it is implemented and tested.
- *
+
  * Errors (one conversion point, as in libibverbs): calls that return a
  * pointer return NULL and set errno; calls that return int return 0 or a
  * positive errno value. Every free/destroy accepts NULL.

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The verbs context (context.h): the core part (STag table, async events)
+ * that tests and tools can use without any event loop, and the public
+ * constructor that adds the libevent glue (ev.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "ev.h"
+#include "visibility.h"
+
+struct iw_context *iw_context_core_new(void)
+{
+	struct iw_context *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&ctx->lock, NULL);
+	int rc = iw_mem_table_init(&ctx->mem);
+	if (rc == 0) {
+		rc = iw_evq_init(&ctx->async);
+		if (rc)
+			iw_mem_table_cleanup(&ctx->mem);
+	}
+	if (rc) {
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		errno = -rc;
+		return NULL;
+	}
+	return ctx;
+}
+
+/* Drops async events nobody read: they own nothing but themselves. */
+static void drain_async(struct iw_context *ctx)
+{
+	struct iw_evq_node *n;
+	while ((n = ctx->async.head) != NULL) {
+		ctx->async.head = n->next;
+		free(n);
+	}
+}
+
+void iw_context_core_free(struct iw_context *ctx)
+{
+	if (!ctx)
+		return;
+	drain_async(ctx);
+	iw_evq_cleanup(&ctx->async);
+	iw_mem_table_cleanup(&ctx->mem);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx->pcap_path);
+	free(ctx);
+}
+
+IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
+{
+	struct iw_context *ctx = iw_context_core_new();
+	if (!ctx)
+		return NULL;
+	const char *pcap = NULL;
+	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_PCAP))
+		pcap = attr->pcap_path;
+	if (!pcap)
+		pcap = getenv("IWARP_PCAP");
+	if (pcap && *pcap && !(ctx->pcap_path = strdup(pcap))) {
+		iw_context_core_free(ctx);
+		errno = ENOMEM;
+		return NULL;
+	}
+	int rc = iw_ev_init(ctx, attr ? attr->base : NULL);
+	if (rc) {
+		iw_context_core_free(ctx);
+		errno = rc;
+		return NULL;
+	}
+	return ctx;
+}
+
+IW_EXPORT int iw_context_free(struct iw_context *ctx)
+{
+	if (!ctx)
+		return 0;
+	int rc = iw_ev_cleanup(ctx);
+	if (rc)
+		return rc;
+	iw_context_core_free(ctx);
+	return 0;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * An event queue with an fd: the shape shared by the completion channel,
+ * the context's asynchronous events and the CM event channel. The fd is an
+ * eventfd in semaphore mode: it is readable while at least one node is
+ * queued, so any event loop can wait on it, and a blocking reader sleeps in
+ * read() until something arrives. Nodes are intrusive (embedded in the
+ * owner's struct) so pushing never allocates and cannot fail.
+ */
+#ifndef IW_EVQ_H
+#define IW_EVQ_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+struct iw_evq_node {
+	struct iw_evq_node *next;
+	bool queued; /* on a queue now */
+	bool dead;   /* dropped while queued: pop skips and releases it */
+};
+
+struct iw_evq {
+	pthread_mutex_t lock;
+	int fd; /* eventfd(EFD_SEMAPHORE | EFD_CLOEXEC): one count per node pushed */
+	struct iw_evq_node *head, **tail;
+	unsigned len; /* live and dead nodes queued */
+};
+
+/* 0 or -errno (EMFILE, ENFILE, ENOMEM from eventfd). */
+int iw_evq_init(struct iw_evq *q);
+/* Closes the fd. Nodes still queued are forgotten (their owners free them). */
+void iw_evq_cleanup(struct iw_evq *q);
+/* Queue a node that is not queued (a queued node is left where it is and
+ * false is returned, so a CQ's event cannot be queued twice). */
+bool iw_evq_push(struct iw_evq *q, struct iw_evq_node *n);
+/* Take the next live node. Reads one count from the fd first: blocks if the
+ * fd is blocking and nothing is queued; -EAGAIN if it is nonblocking. Dead
+ * nodes are unlinked, passed to release (may be NULL) and skipped. */
+int iw_evq_pop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *));
+/* Mark a queued node dead (it stays counted by the fd until popped). Returns
+ * true if it was queued. The owner must not free it until release runs;
+ * with release == NULL the node must outlive the queue's next pops. */
+bool iw_evq_kill(struct iw_evq *q, struct iw_evq_node *n);
+
+/*
+ * Additions for owners that must decide and act atomically with the poppers
+ * (the CQ's event accounting, the context's asynchronous events).
+ */
+
+/* As iw_evq_pop; take (may be NULL) runs on the live node under q->lock in
+ * the same critical section that unlinks it, so anyone holding q->lock sees
+ * the node either still queued or already taken, never in between. take
+ * must not block or take another lock. */
+int iw_evq_pop_take(struct iw_evq *q, struct iw_evq_node **out,
+		    void (*release)(struct iw_evq_node *), void (*take)(struct iw_evq_node *));
+/* As iw_evq_pop, but never blocks whatever the fd's flags: -EAGAIN when no
+ * live node is queued. The whole pop runs under q->lock, which is only safe
+ * if nobody pops the same queue with iw_evq_pop/iw_evq_pop_take (a blocking
+ * reader holding a count would make this read block under the lock): pick
+ * one kind of pop per queue. */
+int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *));
+/* iw_evq_kill for a caller that holds q->lock. */
+bool iw_evq_kill_locked(struct iw_evq *q, struct iw_evq_node *n);
+/* Kill every queued node for which match(n, arg) is true (runs under
+ * q->lock; must not block or lock). Returns how many were killed. */
+unsigned iw_evq_kill_if(struct iw_evq *q, bool (*match)(const struct iw_evq_node *, const void *),
+			const void *arg);
+/* Unlink every queued node, live or dead, passing each to release (may be
+ * NULL). For an owner tearing the queue down: nobody may pop concurrently.
+ * The fd keeps its count; iw_evq_cleanup closes it next. */
+void iw_evq_drain(struct iw_evq *q, void (*release)(struct iw_evq_node *));
+
+#endif

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * QP objects, state transitions, posting, completion and flushing
+ * (qp.h). The wire side lives in qp_tx.c and qp_rx.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "cq.h"
+#include "qp.h"
+#include "srq.h"
+#include "visibility.h"
+#include "wr.h"
+
+IW_EXPORT const char *iw_qp_state_str(enum iw_qp_state s)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+	if ((unsigned)s < sizeof(names) / sizeof(names[0]))
+		return names[s];
+	return "unknown";
+}
+
+IW_EXPORT uint32_t iw_qp_num(const struct iw_qp *qp)
+{
+	return qp ? qp->qp_num : 0;
+}
+
+/* ------------------------------------------------------------ create */
+
+static int cap_valid(const struct iw_qp_init_attr *a)
+{
+	const struct iw_qp_cap *c = &a->cap;
+	if (c->max_send_wr == 0 || c->max_send_wr > IW_MAX_QP_WR)
+		return 0;
+	if (!a->srq && (c->max_recv_wr == 0 || c->max_recv_wr > IW_MAX_QP_WR))
+		return 0;
+	if (c->max_send_sge > IW_MAX_SGE || c->max_recv_sge > IW_MAX_SGE)
+		return 0;
+	return c->max_inline_data <= IW_MAX_INLINE;
+}
+
+static int qp_alloc_rings(struct iw_qp *qp)
+{
+	qp->sq_size = qp->cap.max_send_wr;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	if (!qp->srq) {
+		qp->rq_size = qp->cap.max_recv_wr;
+		qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	}
+	qp->orq_size = IW_MAX_ORD_IRD;
+	qp->orq = calloc(qp->orq_size, sizeof(*qp->orq));
+	qp->irq_size = IW_MAX_ORD_IRD;
+	qp->irq = calloc(qp->irq_size, sizeof(*qp->irq));
+	if (!qp->sq || (!qp->srq && !qp->rq) || !qp->orq || !qp->irq)
+		return ENOMEM;
+	return 0;
+}
+
+static void qp_free(struct iw_qp *qp)
+{
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->orq);
+	free(qp->irq);
+	free(qp->txq);
+	free(qp);
+}
+
+IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr)
+{
+	if (!pd || !attr || !attr->send_cq || !attr->recv_cq || attr->qp_type != IW_QPT_RC ||
+	    (attr->create_flags & ~(uint32_t)IW_QP_CREATE_RFC7306) || !cap_valid(attr)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct iw_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->context = pd->context;
+	qp->pd = pd;
+	qp->send_cq = attr->send_cq;
+	qp->recv_cq = attr->recv_cq;
+	qp->srq = attr->srq;
+	qp->qp_context = attr->qp_context;
+	qp->create_flags = attr->create_flags;
+	qp->sq_sig_all = attr->sq_sig_all != 0;
+	qp->cap = attr->cap;
+	if (qp->cap.max_send_sge == 0)
+		qp->cap.max_send_sge = 1;
+	if (qp->cap.max_recv_sge == 0)
+		qp->cap.max_recv_sge = 1;
+	/* Every QP inlines at least 256 octets (MPI stacks broke at 64). */
+	if (qp->cap.max_inline_data < 256)
+		qp->cap.max_inline_data = 256;
+	if (qp_alloc_rings(qp)) {
+		qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->qp_num = atomic_fetch_add(&pd->context->next_qpn, 1) + 1;
+	qp->max_rd_atomic = qp->max_dest_rd_atomic = 16;
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->state = IW_QPS_RESET;
+	qp->init_attr = *attr;
+	qp->init_attr.cap = qp->cap;
+	atomic_fetch_add(&pd->use, 1);
+	atomic_fetch_add(&qp->send_cq->use, 1);
+	atomic_fetch_add(&qp->recv_cq->use, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->use, 1);
+	return qp;
+}
+
+/* Destroy: the caller (or iw_cm_destroy_qp) has detached the connection.
+ * Outstanding WRs are flushed first so no completion is lost. */
+IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
+{
+	if (!qp)
+		return 0;
+	if (qp->glue)
+		return EBUSY; /* still owned by a CM id: use iw_cm_destroy_qp */
+	pthread_mutex_lock(&qp->lock);
+	free(qp->txq);
+	qp->txq = NULL;
+	if (qp->state != IW_QPS_RESET) {
+		qp->state = IW_QPS_ERR;
+		iw_qp_flush_locked(qp);
+	}
+	pthread_mutex_unlock(&qp->lock);
+	atomic_fetch_sub(&qp->pd->use, 1);
+	atomic_fetch_sub(&qp->send_cq->use, 1);
+	atomic_fetch_sub(&qp->recv_cq->use, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->use, 1);
+	pthread_mutex_destroy(&qp->lock);
+	qp_free(qp);
+	return 0;
+}
+
+/* ------------------------------------------------------------ modify */
+
+/* Transitions an application may request (rdma-core's table, trimmed to
+ * RC and to what an iWARP QP driven by the CM can do). */
+static bool transition_ok(enum iw_qp_state cur, enum iw_qp_state next)
+{
+	if (next == IW_QPS_ERR || next == IW_QPS_RESET)
+		return true;
+	switch (cur) {
+	case IW_QPS_RESET:
+		return next == IW_QPS_INIT;
+	case IW_QPS_INIT:
+		return next == IW_QPS_INIT || next == IW_QPS_RTR;
+	case IW_QPS_RTR:
+		return next == IW_QPS_RTS;
+	case IW_QPS_RTS:
+		return next == IW_QPS_RTS || next == IW_QPS_SQD;
+	case IW_QPS_SQD:
+		return next == IW_QPS_RTS || next == IW_QPS_SQD;
+	case IW_QPS_SQE:
+		return next == IW_QPS_RTS;
+	default:
+		return false;
+	}
+}
+
+static void reset_locked(struct iw_qp *qp)
+{
+	iw_qp_flush_locked(qp);
+	qp->sq_head = qp->sq_tail = qp->sq_next = 0;
+	qp->rq_head = qp->rq_tail = 0;
+	qp->orq_head = qp->orq_cnt = 0;
+	qp->irq_head = qp->irq_cnt = 0;
+	qp->connected = qp->terminated = false;
+	qp->term = 0;
+	memset(&qp->in, 0, sizeof(qp->in));
+}
+
+static int modify_locked(struct iw_qp *qp, struct iw_qp_attr *attr, int mask)
+{
+	if (mask & IW_QP_CUR_STATE && attr->cur_qp_state != qp->state)
+		return EINVAL;
+	if (mask & IW_QP_MAX_QP_RD_ATOMIC) {
+		if (attr->max_rd_atomic > IW_MAX_ORD_IRD)
+			return EINVAL;
+		qp->max_rd_atomic = attr->max_rd_atomic;
+	}
+	if (mask & IW_QP_MAX_DEST_RD_ATOMIC) {
+		if (attr->max_dest_rd_atomic > IW_MAX_ORD_IRD)
+			return EINVAL;
+		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	}
+	if (mask & IW_QP_ACCESS_FLAGS)
+		qp->access_flags = attr->qp_access_flags;
+	if (!(mask & IW_QP_STATE))
+		return 0;
+	if (!transition_ok(qp->state, attr->qp_state))
+		return EINVAL;
+	if (attr->qp_state == IW_QPS_ERR) {
+		iw_qp_set_error_locked(qp);
+		return 0;
+	}
+	if (attr->qp_state == IW_QPS_RESET) {
+		if (qp->connected)
+			return EBUSY; /* disconnect first */
+		reset_locked(qp);
+	}
+	qp->state = attr->qp_state;
+	return 0;
+}
+
+IW_EXPORT int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask)
+{
+	if (!qp || !attr)
+		return EINVAL;
+	if (attr_mask & ~(IW_QP_STATE | IW_QP_CUR_STATE | IW_QP_ACCESS_FLAGS |
+			  IW_QP_MAX_QP_RD_ATOMIC | IW_QP_MAX_DEST_RD_ATOMIC))
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	int rc = modify_locked(qp, attr, attr_mask);
+	pthread_mutex_unlock(&qp->lock);
+	if (!rc && qp->wake && (qp->events & IW_QPE_ERROR))
+		qp->wake(qp);
+	return rc;
+}
+
+IW_EXPORT int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask,
+			  struct iw_qp_init_attr *init_attr)
+{
+	(void)attr_mask; /* everything is cheap to report */
+	if (!qp || !attr)
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = attr->cur_qp_state = qp->state;
+	attr->qp_access_flags = qp->access_flags;
+	attr->cap = qp->cap;
+	attr->max_rd_atomic = qp->connected ? (uint8_t)qp->conn.ord : qp->max_rd_atomic;
+	attr->max_dest_rd_atomic = qp->connected ? (uint8_t)qp->conn.ird : qp->max_dest_rd_atomic;
+	if (init_attr)
+		*init_attr = qp->init_attr;
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------ completion */
+
+static enum iw_wc_opcode wc_opcode(enum iw_wr_opcode op)
+{
+	switch (op) {
+	case IW_WR_RDMA_WRITE:
+	case IW_WR_RDMA_WRITE_WITH_IMM:
+		return IW_WC_RDMA_WRITE;
+	case IW_WR_RDMA_READ:
+		return IW_WC_RDMA_READ;
+	case IW_WR_ATOMIC_CMP_AND_SWP:
+		return IW_WC_COMP_SWAP;
+	case IW_WR_ATOMIC_FETCH_AND_ADD:
+		return IW_WC_FETCH_ADD;
+	case IW_WR_LOCAL_INV:
+		return IW_WC_LOCAL_INV;
+	case IW_WR_REG_MR:
+		return IW_WC_REG_MR;
+	case IW_WR_BIND_MW:
+		return IW_WC_BIND_MW;
+	default:
+		return IW_WC_SEND;
+	}
+}
+
+static void complete_swqe(struct iw_qp *qp, struct iw_swqe *w)
+{
+	/* Errors are always reported, successes only when signaled. */
+	if (w->signaled || w->status != IW_WC_SUCCESS) {
+		struct iw_wc wc = {
+			.wr_id = w->wr_id,
+			.status = w->status,
+			.opcode = wc_opcode(w->opcode),
+			.vendor_err = w->vendor_err,
+			.byte_len = (uint32_t)w->len,
+			.qp_num = qp->qp_num,
+		};
+		iw_cq_push(qp->send_cq, &wc, false);
+	}
+	iw_swqe_release(w);
+}
+
+/* Complete WQEs from the head while they are done: the SQ completes in
+ * posting order whatever finishes first (a Send after a Read waits). */
+void iw_qp_complete_sq_locked(struct iw_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+		if (!w->done)
+			break;
+		complete_swqe(qp, w);
+		qp->sq_head++;
+	}
+}
+
+static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w)
+{
+	struct iw_wc wc = {
+		.wr_id = w->wr_id,
+		.status = IW_WC_WR_FLUSH_ERR,
+		.opcode = IW_WC_RECV,
+		.vendor_err = qp->term,
+		.qp_num = qp->qp_num,
+	};
+	iw_cq_push(qp->recv_cq, &wc, false);
+	iw_rwqe_release(w);
+}
+
+/* Flush everything outstanding, in order: the SQ from its head (WQEs that
+ * finished keep their status), the IRQ's references, the message being
+ * received, then the RQ. Each WQE completes exactly once. Must not run
+ * while the transmit queue still points into WQE memory. */
+void iw_qp_flush_locked(struct iw_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+		if (!w->done) {
+			w->status = IW_WC_WR_FLUSH_ERR;
+			w->vendor_err = qp->term;
+		}
+		complete_swqe(qp, w);
+		qp->sq_head++;
+	}
+	qp->sq_next = qp->sq_tail;
+	qp->orq_cnt = 0;
+	while (qp->irq_cnt) {
+		iw_mem_put(qp->irq[qp->irq_head % qp->irq_size].mr);
+		qp->irq_head++;
+		qp->irq_cnt--;
+	}
+	if (qp->in.mr) {
+		iw_mem_put(qp->in.mr);
+		qp->in.mr = NULL;
+	}
+	if (qp->in.have_rwqe) {
+		flush_rwqe(qp, qp->in.rwqe);
+		qp->in.have_rwqe = false;
+	}
+	while (qp->rq_head != qp->rq_tail) {
+		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size]);
+		qp->rq_head++;
+	}
+}
+
+void iw_qp_set_error_locked(struct iw_qp *qp)
+{
+	if (qp->state == IW_QPS_ERR)
+		return;
+	qp->state = IW_QPS_ERR;
+	qp->events |= IW_QPE_ERROR;
+	/* The transmit queue may reference WQE payload: flush once it is
+	 * written or discarded (iw_qp_tx_sent / iw_qp_conn_lost). */
+	if (!qp->txq || qp->txq->first == qp->txq->cnt)
+		iw_qp_flush_locked(qp);
+}
+
+/* ------------------------------------------------------------ posting */
+
+static bool sq_can_post(enum iw_qp_state s)
+{
+	return s == IW_QPS_RTS || s == IW_QPS_SQD || s == IW_QPS_ERR;
+}
+
+static bool flushing_now(const struct iw_qp *qp)
+{
+	return qp->state == IW_QPS_ERR && (!qp->txq || qp->txq->first == qp->txq->cnt);
+}
+
+IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr)
+{
+	int rc = 0;
+
+	if (!qp)
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		if (!sq_can_post(qp->state)) {
+			rc = EINVAL;
+			break;
+		}
+		if (qp->sq_tail - qp->sq_head == qp->sq_size) {
+			rc = ENOMEM;
+			break;
+		}
+		struct iw_swqe *w = &qp->sq[qp->sq_tail % qp->sq_size];
+		rc = iw_swqe_fill(w, qp, wr);
+		if (rc)
+			break;
+		qp->sq_tail++;
+	}
+	/* After an error new WRs complete with flush status at once, in
+	 * order behind the ones already flushed (drain relies on it). */
+	if (flushing_now(qp))
+		iw_qp_flush_locked(qp);
+	else if (qp->connected)
+		qp->events |= IW_QPE_TX;
+	bool wake = qp->wake && (qp->events & (IW_QPE_TX | IW_QPE_ERROR));
+	pthread_mutex_unlock(&qp->lock);
+	if (wake)
+		qp->wake(qp);
+	if (rc && bad_wr)
+		*bad_wr = wr;
+	return rc;
+}
+
+IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr)
+{
+	int rc = 0;
+
+	if (!qp)
+		return EINVAL;
+	if (qp->srq) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		if (qp->state == IW_QPS_RESET) {
+			rc = EINVAL;
+			break;
+		}
+		if (qp->rq_tail - qp->rq_head == qp->rq_size) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = iw_rwqe_fill(&qp->rq[qp->rq_tail % qp->rq_size], qp->context, qp->pd, wr,
+				  qp->cap.max_recv_sge);
+		if (rc)
+			break;
+		qp->rq_tail++;
+	}
+	if (flushing_now(qp))
+		iw_qp_flush_locked(qp);
+	pthread_mutex_unlock(&qp->lock);
+	if (rc && bad_wr)
+		*bad_wr = wr;
+	return rc;
+}
+
+unsigned iw_qp_take_events(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	unsigned e = qp->events;
+	qp->events = 0;
+	pthread_mutex_unlock(&qp->lock);
+	return e;
+}
+
+/* ------------------------------------------------------------ connection */
+
+/* The CM finished MPA: the QP is in RTS with the negotiated parameters.
+ * Each direction's FPDU stream starts at offset 0 right after the MPA
+ * frames, and every untagged queue's MSN starts at 1 (RFC 5041). */
+void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
+{
+	pthread_mutex_lock(&qp->lock);
+	qp->conn = *c;
+	if (qp->conn.ird > IW_MAX_ORD_IRD)
+		qp->conn.ird = IW_MAX_ORD_IRD;
+	if (qp->conn.ord > IW_MAX_ORD_IRD)
+		qp->conn.ord = IW_MAX_ORD_IRD;
+	qp->connected = true;
+	qp->terminated = false;
+	qp->state = IW_QPS_RTS;
+	iw_fpdu_tx_init(&qp->ftx, c->crc, c->markers_tx, 0);
+	iw_fpdu_rx_init(&qp->frx, c->crc, c->markers_rx, 0, 0, 0);
+	for (int i = 0; i < 4; i++)
+		qp->tx_msn[i] = qp->rx_msn[i] = 1;
+	qp->rtr_pending = c->p2p && c->initiator;
+	qp->rtr_wait = c->p2p && !c->initiator;
+	if (!c->p2p)
+		qp->events |= IW_QPE_ESTABLISHED;
+	qp->events |= IW_QPE_TX;
+	pthread_mutex_unlock(&qp->lock);
+}

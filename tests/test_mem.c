@@ -1,0 +1,1109 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * PDs, MRs and the STag table (lib/mem.c): the access flag rule, STag
+ * layout and key rotation, every TERMINATE a remote check can yield, the
+ * local SGE checks, references against deregistration, fast registration
+ * and invalidation, table growth and concurrent use.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "iwarp/wire.h"
+#include "mem.h"
+#include "suites.h"
+
+#define ALL_RIGHTS \
+	(IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | \
+	 IW_ACCESS_REMOTE_ATOMIC)
+
+static void ctx_init(struct iw_context *ctx)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ck_assert_int_eq(pthread_mutex_init(&ctx->lock, NULL), 0);
+	ck_assert_int_eq(iw_mem_table_init(&ctx->mem), 0);
+}
+
+static void ctx_cleanup(struct iw_context *ctx)
+{
+	iw_mem_table_cleanup(&ctx->mem);
+	pthread_mutex_destroy(&ctx->lock);
+}
+
+static struct iw_pd *pd_new(struct iw_context *ctx)
+{
+	struct iw_pd *pd = iw_alloc_pd(ctx);
+
+	ck_assert_ptr_nonnull(pd);
+	return pd;
+}
+
+static struct iw_mr *reg(struct iw_pd *pd, void *addr, size_t len, int access)
+{
+	struct iw_mr *mr = iw_reg_mr(pd, addr, len, access);
+
+	ck_assert_ptr_nonnull(mr);
+	return mr;
+}
+
+static int busy(struct iw_mr *mr)
+{
+	return atomic_load(&iw_mr_int(mr)->busy);
+}
+
+/* Check a remote access; on success check the pointer and drop the ref. */
+static uint16_t remote(struct iw_context *ctx, const struct iw_pd *pd, uint32_t stag, uint64_t to,
+		       uint64_t len, enum iw_mem_op op, enum iw_mem_layer layer)
+{
+	struct iw_mr_int *mr = (struct iw_mr_int *)&mr; /* poison: must be reset */
+	uint8_t *ptr = NULL;
+	uint16_t term;
+	int held;
+
+	term = iw_mem_check_remote(&ctx->mem, pd, stag, to, len, op, layer, &mr, &ptr);
+	if (term) {
+		ck_assert_ptr_null(mr);
+		return term;
+	}
+	ck_assert_ptr_nonnull(mr);
+	ck_assert_uint_eq(mr->pub.rkey, stag);
+	ck_assert_ptr_eq(ptr, mr->host + (to - mr->iova));
+	held = atomic_load(&mr->busy);
+	ck_assert_int_ge(held, 1);
+	iw_mem_put(mr);
+	ck_assert_int_eq(atomic_load(&mr->busy), held - 1);
+	return 0;
+}
+
+static int local(struct iw_context *ctx, const struct iw_pd *pd, uint32_t lkey, uint64_t addr,
+		 uint32_t len, enum iw_mem_op op)
+{
+	struct iw_sge sge = {.addr = addr, .length = len, .lkey = lkey};
+	struct iw_mr_int *mr = (struct iw_mr_int *)&mr;
+	uint8_t *ptr = NULL;
+	int ret, held;
+
+	ret = iw_mem_check_local(&ctx->mem, pd, &sge, op, &mr, &ptr);
+	if (ret || len == 0) {
+		ck_assert_ptr_null(mr);
+		return ret;
+	}
+	ck_assert_ptr_nonnull(mr);
+	ck_assert_uint_eq(mr->pub.lkey, lkey);
+	ck_assert_ptr_eq(ptr, mr->host + (addr - mr->iova));
+	held = atomic_load(&mr->busy);
+	ck_assert_int_ge(held, 1);
+	iw_mem_put(mr);
+	ck_assert_int_eq(atomic_load(&mr->busy), held - 1);
+	return 0;
+}
+
+/* ------------------------------------------------------- access flag rule */
+
+START_TEST(access_flag_rule)
+{
+	static char buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	for (int a = 0; a <= ALL_RIGHTS; a++) {
+		bool remote_mod = a & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC);
+		bool want = !remote_mod || (a & IW_ACCESS_LOCAL_WRITE);
+		struct iw_mr *mr;
+
+		ck_assert_int_eq(iw_mem_access_valid(a), want);
+		errno = 0;
+		mr = iw_reg_mr(pd, buf, sizeof(buf), a);
+		if (!want) {
+			ck_assert_ptr_null(mr);
+			ck_assert_int_eq(errno, EINVAL);
+			continue;
+		}
+		ck_assert_ptr_nonnull(mr);
+		ck_assert_int_eq(iw_mr_int(mr)->access, a);
+		ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	}
+	/* Unknown bits, alone or with valid ones. */
+	for (int bit = 4; bit < 31; bit++) {
+		ck_assert(!iw_mem_access_valid(1 << bit));
+		ck_assert(!iw_mem_access_valid((1 << bit) | IW_ACCESS_LOCAL_WRITE));
+	}
+	ck_assert(!iw_mem_access_valid(-1));
+	errno = 0;
+	ck_assert_ptr_null(iw_reg_mr(pd, buf, sizeof(buf), IW_ACCESS_LOCAL_WRITE | 0x100));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(atomic_load(&pd->use), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+START_TEST(reg_mr_bad_arguments)
+{
+	static char buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	errno = 0;
+	ck_assert_ptr_null(iw_reg_mr(NULL, buf, sizeof(buf), 0));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(iw_reg_mr(pd, NULL, 16, IW_ACCESS_LOCAL_WRITE));
+	ck_assert_int_eq(errno, EINVAL);
+	/* Zero length is refused, with or without an address. */
+	errno = 0;
+	ck_assert_ptr_null(iw_reg_mr(pd, buf, 0, IW_ACCESS_LOCAL_WRITE));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(iw_reg_mr(pd, NULL, 0, 0));
+	ck_assert_int_eq(errno, EINVAL);
+	/* A range that wraps the address space (never dereferenced). */
+	errno = 0;
+	ck_assert_ptr_null(iw_reg_mr(pd, (void *)(UINTPTR_MAX - 7), 16, 0));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(iw_alloc_mr(NULL, 4));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(iw_alloc_mr(pd, 0));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(iw_alloc_pd(NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	/* Nothing was left behind in the table. */
+	ck_assert_int_eq(atomic_load(&pd->use), 0);
+	for (uint32_t i = 0; i < ctx.mem.num_slots; i++)
+		ck_assert_ptr_null(ctx.mem.slot[i]);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* ----------------------------------------------------- STag layout, keys */
+
+START_TEST(stag_layout_and_fields)
+{
+	static char buf[100];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *a, *b;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	a = reg(pd, buf, sizeof(buf), IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_READ);
+	b = reg(pd, buf + 10, 20, 0);
+	ck_assert_ptr_eq(a->context, &ctx);
+	ck_assert_ptr_eq(a->pd, pd);
+	ck_assert_ptr_eq(a->addr, buf);
+	ck_assert_uint_eq(a->length, sizeof(buf));
+	ck_assert_uint_eq(a->lkey, a->rkey);
+	ck_assert_uint_ne(a->rkey, 0);
+	ck_assert_uint_ge(iw_stag_index(a->rkey), 1);
+	ck_assert_uint_le(iw_stag_index(a->rkey), IW_STAG_MAX_INDEX);
+	ck_assert_uint_eq(a->rkey, (iw_stag_index(a->rkey) << 8) | iw_stag_key(a->rkey));
+	ck_assert_uint_eq(a->handle, iw_stag_index(a->rkey));
+	ck_assert_uint_ne(iw_stag_index(a->rkey), iw_stag_index(b->rkey));
+	ck_assert_uint_eq(iw_mr_int(a)->iova, (uintptr_t)buf);
+	ck_assert_uint_eq(iw_mr_int(a)->len, sizeof(buf));
+	ck_assert_ptr_eq(iw_mr_int(a)->host, (uint8_t *)buf);
+	ck_assert_int_eq(iw_mr_int(a)->state, IW_MR_VALID);
+	ck_assert(!iw_mr_int(a)->fastreg);
+	ck_assert_int_eq(busy(a), 0);
+	ck_assert_int_eq(atomic_load(&pd->use), 2);
+	ck_assert_int_eq(iw_dereg_mr(a), 0);
+	ck_assert_int_eq(atomic_load(&pd->use), 1);
+	ck_assert_int_eq(iw_dereg_mr(b), 0);
+	ck_assert_int_eq(atomic_load(&pd->use), 0);
+	ck_assert_int_eq(iw_dereg_mr(NULL), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+START_TEST(key_changes_on_reregistration)
+{
+	static char buf[64];
+	int rights = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+	uint32_t first, old;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	mr = reg(pd, buf, sizeof(buf), rights);
+	first = old = mr->rkey;
+	/* 300 rounds: the slot is reused each time (LIFO free list) and the
+	 * key moves on, wrapping modulo 256 without ever repeating the one
+	 * just retired. */
+	for (int round = 0; round < 300; round++) {
+		ck_assert_int_eq(iw_dereg_mr(mr), 0);
+		ck_assert_uint_eq(remote(&ctx, pd, old, (uintptr_t)buf, 8, IW_MEM_REMOTE_WRITE,
+					 IW_MEM_BY_DDP),
+				  IW_TERM_DDP_T_INV_STAG);
+		ck_assert_uint_eq(remote(&ctx, pd, old, (uintptr_t)buf, 8, IW_MEM_REMOTE_READ,
+					 IW_MEM_BY_RDMAP),
+				  IW_TERM_RDMAP_INV_STAG);
+		ck_assert_int_eq(local(&ctx, pd, old, (uintptr_t)buf, 8, IW_MEM_LOCAL_READ),
+				 -EINVAL);
+		mr = reg(pd, buf, sizeof(buf), rights);
+		ck_assert_uint_eq(iw_stag_index(mr->rkey), iw_stag_index(old));
+		ck_assert_uint_eq(iw_stag_key(mr->rkey), (uint8_t)(iw_stag_key(old) + 1));
+		ck_assert_uint_ne(mr->rkey, old);
+		ck_assert_uint_eq(remote(&ctx, pd, mr->rkey, (uintptr_t)buf, 8,
+					 IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+				  0);
+		ck_assert_uint_eq(remote(&ctx, pd, old, (uintptr_t)buf, 8, IW_MEM_REMOTE_WRITE,
+					 IW_MEM_BY_DDP),
+				  IW_TERM_DDP_T_INV_STAG);
+		old = mr->rkey;
+	}
+	ck_assert_uint_eq(iw_stag_key(mr->rkey), (uint8_t)(iw_stag_key(first) + 300));
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+START_TEST(stag_zero_and_unknown_invalid)
+{
+	static char buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+	uint32_t beyond;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	/* Empty table first: nothing is valid, not even STag 0. */
+	ck_assert_uint_eq(remote(&ctx, pd, 0, 0, 0, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_uint_eq(remote(&ctx, pd, 0x100, 0, 1, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_INV_STAG);
+	mr = reg(pd, buf, sizeof(buf), ALL_RIGHTS);
+	for (uint32_t k = 0; k < 256; k++) /* index 0 with any key */
+		ck_assert_uint_eq(remote(&ctx, pd, k, (uintptr_t)buf, 1, IW_MEM_REMOTE_WRITE,
+					 IW_MEM_BY_DDP),
+				  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_int_eq(local(&ctx, pd, 0, (uintptr_t)buf, 1, IW_MEM_LOCAL_READ), -EINVAL);
+	beyond = (ctx.mem.num_slots + 5) << 8;
+	ck_assert_uint_eq(remote(&ctx, pd, beyond, (uintptr_t)buf, 1, IW_MEM_REMOTE_WRITE,
+				 IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_uint_eq(remote(&ctx, pd, 0xFFFFFFFFu, (uintptr_t)buf, 1, IW_MEM_REMOTE_WRITE,
+				 IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_int_eq(local(&ctx, pd, beyond, (uintptr_t)buf, 1, IW_MEM_LOCAL_READ), -EINVAL);
+	/* An unused slot inside the table. */
+	ck_assert_uint_eq(remote(&ctx, pd, mr->rkey + 0x100, (uintptr_t)buf, 1,
+				 IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_int_eq(busy(mr), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------ remote TERMINATEs */
+
+/* The MRs every row runs against: region R of 256 octets in PD 1. */
+enum which_mr { MR_ALL, MR_LOCAL, MR_RREAD, MR_RWRITE, MR_RATOMIC, MR_OTHER_PD };
+
+struct remote_case {
+	const char *name;
+	enum which_mr mr;
+	int64_t stag_delta; /* added to the STag: key or index changes */
+	int64_t to_off;     /* TO = iova + to_off (wraps modulo 2^64) */
+	uint64_t len;
+	enum iw_mem_op op;
+	uint16_t ddp, rdmap; /* expected per layer, 0 = success */
+};
+
+#define R_LEN 256
+#define OK2 0, 0
+#define BOTH(d, r) IW_TERM_DDP_T_##d, IW_TERM_RDMAP_##r
+#define BB BOTH(BASE_BOUNDS, BASE_BOUNDS)
+
+static const struct remote_case remote_cases[] = {
+	{"write whole", MR_ALL, 0, 0, R_LEN, IW_MEM_REMOTE_WRITE, OK2},
+	{"read middle", MR_ALL, 0, 17, 100, IW_MEM_REMOTE_READ, OK2},
+	{"atomic 8 at end", MR_ALL, 0, R_LEN - 8, 8, IW_MEM_REMOTE_ATOMIC, OK2},
+	{"zero length at start", MR_ALL, 0, 0, 0, IW_MEM_REMOTE_WRITE, OK2},
+	{"zero length inside", MR_ALL, 0, 99, 0, IW_MEM_REMOTE_READ, OK2},
+	{"zero length at end", MR_ALL, 0, R_LEN, 0, IW_MEM_REMOTE_WRITE, OK2},
+	{"last octet", MR_ALL, 0, R_LEN - 1, 1, IW_MEM_REMOTE_WRITE, OK2},
+	{"wrong key", MR_ALL, 1, 0, 8, IW_MEM_REMOTE_WRITE, BOTH(INV_STAG, INV_STAG)},
+	{"wrong key -1", MR_ALL, -1, 0, 8, IW_MEM_REMOTE_READ, BOTH(INV_STAG, INV_STAG)},
+	{"unused index", MR_ALL, 0x1000, 0, 8, IW_MEM_REMOTE_WRITE, BOTH(INV_STAG, INV_STAG)},
+	{"other PD", MR_OTHER_PD, 0, 0, 8, IW_MEM_REMOTE_WRITE, BOTH(STAG_STREAM, STAG_STREAM)},
+	{"other PD read", MR_OTHER_PD, 0, 0, 8, IW_MEM_REMOTE_READ, BOTH(STAG_STREAM, STAG_STREAM)},
+	{"write, local only", MR_LOCAL, 0, 0, 8, IW_MEM_REMOTE_WRITE, BOTH(INV_STAG, ACCESS)},
+	{"read, local only", MR_LOCAL, 0, 0, 8, IW_MEM_REMOTE_READ, BOTH(INV_STAG, ACCESS)},
+	{"atomic, local only", MR_LOCAL, 0, 0, 8, IW_MEM_REMOTE_ATOMIC, BOTH(INV_STAG, ACCESS)},
+	{"write, read only", MR_RREAD, 0, 0, 8, IW_MEM_REMOTE_WRITE, BOTH(INV_STAG, ACCESS)},
+	{"atomic, read only", MR_RREAD, 0, 0, 8, IW_MEM_REMOTE_ATOMIC, BOTH(INV_STAG, ACCESS)},
+	{"read, read only", MR_RREAD, 0, 0, 8, IW_MEM_REMOTE_READ, OK2},
+	{"read, write only", MR_RWRITE, 0, 0, 8, IW_MEM_REMOTE_READ, BOTH(INV_STAG, ACCESS)},
+	{"atomic, write only", MR_RWRITE, 0, 0, 8, IW_MEM_REMOTE_ATOMIC, BOTH(INV_STAG, ACCESS)},
+	{"write, write only", MR_RWRITE, 0, 0, 8, IW_MEM_REMOTE_WRITE, OK2},
+	{"write, atomic only", MR_RATOMIC, 0, 0, 8, IW_MEM_REMOTE_WRITE, BOTH(INV_STAG, ACCESS)},
+	{"read, atomic only", MR_RATOMIC, 0, 0, 8, IW_MEM_REMOTE_READ, BOTH(INV_STAG, ACCESS)},
+	{"atomic, atomic only", MR_RATOMIC, 0, 0, 8, IW_MEM_REMOTE_ATOMIC, OK2},
+	{"zero length, no rights", MR_LOCAL, 0, 0, 0, IW_MEM_REMOTE_WRITE, BOTH(INV_STAG, ACCESS)},
+	{"below base", MR_ALL, 0, -1, 8, IW_MEM_REMOTE_WRITE, BB},
+	{"far below base", MR_ALL, 0, -4096, 1, IW_MEM_REMOTE_READ, BB},
+	{"straddles base", MR_ALL, 0, -4, 8, IW_MEM_REMOTE_WRITE, BB},
+	{"above end", MR_ALL, 0, R_LEN, 1, IW_MEM_REMOTE_WRITE, BB},
+	{"far above", MR_ALL, 0, R_LEN + 4096, 8, IW_MEM_REMOTE_READ, BB},
+	{"straddles end", MR_ALL, 0, R_LEN - 4, 8, IW_MEM_REMOTE_WRITE, BB},
+	{"one too long", MR_ALL, 0, 0, R_LEN + 1, IW_MEM_REMOTE_WRITE, BB},
+	{"huge length", MR_ALL, 0, 0, UINT64_MAX / 2, IW_MEM_REMOTE_READ, BB},
+	{"zero length past end", MR_ALL, 0, R_LEN + 1, 0, IW_MEM_REMOTE_WRITE, BB},
+	{"zero length below", MR_ALL, 0, -1, 0, IW_MEM_REMOTE_WRITE, BB},
+	{"TO wrap", MR_ALL, 0, 0, UINT64_MAX, IW_MEM_REMOTE_WRITE, BOTH(TO_WRAP, TO_WRAP)},
+	{"TO wrap read", MR_ALL, 0, 8, UINT64_MAX - 2, IW_MEM_REMOTE_READ, BOTH(TO_WRAP, TO_WRAP)},
+};
+#define NUM_REMOTE_CASES ((int)(sizeof(remote_cases) / sizeof(remote_cases[0])))
+
+struct remote_fixture {
+	struct iw_context ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_mr *mr[MR_OTHER_PD + 1];
+};
+
+static uint8_t region[R_LEN];
+
+static void remote_fixture_init(struct remote_fixture *f)
+{
+	static const int rights[] = {
+		[MR_ALL] = ALL_RIGHTS,
+		[MR_LOCAL] = IW_ACCESS_LOCAL_WRITE,
+		[MR_RREAD] = IW_ACCESS_REMOTE_READ,
+		[MR_RWRITE] = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE,
+		[MR_RATOMIC] = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_ATOMIC,
+		[MR_OTHER_PD] = ALL_RIGHTS,
+	};
+
+	ctx_init(&f->ctx);
+	f->pd = pd_new(&f->ctx);
+	f->pd2 = pd_new(&f->ctx);
+	for (int i = 0; i <= MR_OTHER_PD; i++)
+		f->mr[i] = reg(i == MR_OTHER_PD ? f->pd2 : f->pd, region, sizeof(region), rights[i]);
+}
+
+static void remote_fixture_cleanup(struct remote_fixture *f)
+{
+	for (int i = 0; i <= MR_OTHER_PD; i++) {
+		ck_assert_int_eq(busy(f->mr[i]), 0);
+		ck_assert_int_eq(iw_dereg_mr(f->mr[i]), 0);
+	}
+	ck_assert_int_eq(iw_dealloc_pd(f->pd), 0);
+	ck_assert_int_eq(iw_dealloc_pd(f->pd2), 0);
+	ctx_cleanup(&f->ctx);
+}
+
+START_TEST(remote_check_terminate_codes)
+{
+	const struct remote_case *c = &remote_cases[_i];
+	struct remote_fixture f;
+	struct iw_mr *mr;
+	uint32_t stag;
+	uint64_t to;
+
+	remote_fixture_init(&f);
+	mr = f.mr[c->mr];
+	stag = (uint32_t)(mr->rkey + c->stag_delta);
+	to = (uint64_t)(uintptr_t)region + (uint64_t)c->to_off;
+	ck_assert_msg(remote(&f.ctx, f.pd, stag, to, c->len, c->op, IW_MEM_BY_DDP) == c->ddp,
+		      "%s: DDP", c->name);
+	ck_assert_msg(remote(&f.ctx, f.pd, stag, to, c->len, c->op, IW_MEM_BY_RDMAP) == c->rdmap,
+		      "%s: RDMAP", c->name);
+	/* A failed check leaves no reference behind; remote() already put the
+	 * successful ones. */
+	for (int i = 0; i <= MR_OTHER_PD; i++)
+		ck_assert_int_eq(busy(f.mr[i]), 0);
+	remote_fixture_cleanup(&f);
+}
+END_TEST
+
+/* The first failing check in mem.h's order wins. */
+START_TEST(remote_check_order)
+{
+	struct remote_fixture f;
+	uint64_t below = (uintptr_t)region - 1;
+
+	remote_fixture_init(&f);
+	/* PD beats rights and bounds: pd2's MR via pd with an impossible range. */
+	ck_assert_uint_eq(remote(&f.ctx, f.pd2, f.mr[MR_LOCAL]->rkey, below, UINT64_MAX,
+				 IW_MEM_REMOTE_WRITE, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_STAG_STREAM);
+	/* Rights beat wrap and bounds. */
+	ck_assert_uint_eq(remote(&f.ctx, f.pd, f.mr[MR_LOCAL]->rkey, below, UINT64_MAX,
+				 IW_MEM_REMOTE_WRITE, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_ACCESS);
+	/* Wrap beats bounds (the range is also below the base). */
+	ck_assert_uint_eq(remote(&f.ctx, f.pd, f.mr[MR_ALL]->rkey, below, UINT64_MAX,
+				 IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_TO_WRAP);
+	/* A stale key beats everything, even from another PD. */
+	ck_assert_uint_eq(remote(&f.ctx, f.pd2, f.mr[MR_LOCAL]->rkey ^ 0x80, below, UINT64_MAX,
+				 IW_MEM_REMOTE_WRITE, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_INV_STAG);
+	remote_fixture_cleanup(&f);
+}
+END_TEST
+
+/* Wrap is judged on the last octet: a range ending at 2^64 does not wrap
+ * (and is then a bounds question); one more octet does. Needs an MR whose
+ * iova sits at the top of the TO space: a fast-reg MR. */
+START_TEST(remote_wrap_edge)
+{
+	static uint8_t buf[16];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+	uint64_t iova = UINT64_MAX - 15;
+	uint32_t stag;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	mr = iw_alloc_mr(pd, 1);
+	ck_assert_ptr_nonnull(mr);
+	stag = iw_inc_rkey(mr->rkey);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, iw_mr_int(mr), stag, ALL_RIGHTS, iova,
+					sizeof(buf), buf),
+			 0);
+	ck_assert_uint_eq(remote(&ctx, pd, stag, iova, 16, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP), 0);
+	ck_assert_uint_eq(remote(&ctx, pd, stag, UINT64_MAX, 1, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  0);
+	ck_assert_uint_eq(remote(&ctx, pd, stag, UINT64_MAX, 0, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  0);
+	ck_assert_uint_eq(remote(&ctx, pd, stag, UINT64_MAX, 2, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_TO_WRAP);
+	ck_assert_uint_eq(remote(&ctx, pd, stag, iova, 17, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_TO_WRAP);
+	ck_assert_uint_eq(remote(&ctx, pd, stag, iova - 1, 17, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_BASE_BOUNDS);
+	ck_assert_int_eq(local(&ctx, pd, stag, UINT64_MAX, 2, IW_MEM_LOCAL_READ), -EFAULT);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* ---------------------------------------------------------- local checks */
+
+START_TEST(local_checks)
+{
+	struct remote_fixture f;
+	uint64_t base = (uintptr_t)region;
+	struct iw_mr **m;
+
+	remote_fixture_init(&f);
+	m = f.mr;
+	/* LOCAL_READ: any valid MR in the PD, even with no rights at all. */
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RREAD]->lkey, base, R_LEN, IW_MEM_LOCAL_READ), 0);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_LOCAL]->lkey, base + 5, 7, IW_MEM_LOCAL_READ), 0);
+	/* LOCAL_WRITE needs LOCAL_WRITE. */
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_LOCAL]->lkey, base, 8, IW_MEM_LOCAL_WRITE), 0);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RREAD]->lkey, base, 8, IW_MEM_LOCAL_WRITE),
+			 -EACCES);
+	/* READ_SINK needs REMOTE_WRITE: LOCAL_WRITE alone is not enough. */
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_LOCAL]->lkey, base, 8, IW_MEM_READ_SINK), -EACCES);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RREAD]->lkey, base, 8, IW_MEM_READ_SINK), -EACCES);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RWRITE]->lkey, base, 8, IW_MEM_READ_SINK), 0);
+	/* Unknown, stale and foreign lkeys. */
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey + 1, base, 8, IW_MEM_LOCAL_READ),
+			 -EINVAL);
+	ck_assert_int_eq(local(&f.ctx, f.pd, 0, base, 8, IW_MEM_LOCAL_READ), -EINVAL);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_OTHER_PD]->lkey, base, 8, IW_MEM_LOCAL_READ),
+			 -EINVAL);
+	ck_assert_int_eq(local(&f.ctx, f.pd2, m[MR_OTHER_PD]->lkey, base, 8, IW_MEM_LOCAL_WRITE), 0);
+	/* Bounds. */
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey, base - 1, 8, IW_MEM_LOCAL_READ),
+			 -EFAULT);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey, base + R_LEN - 7, 8,
+			       IW_MEM_LOCAL_WRITE),
+			 -EFAULT);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey, base + R_LEN, 1, IW_MEM_LOCAL_READ),
+			 -EFAULT);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey, base, R_LEN + 1, IW_MEM_LOCAL_READ),
+			 -EFAULT);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey, UINT64_MAX - 3, 8, IW_MEM_LOCAL_READ),
+			 -EFAULT);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey, base + R_LEN - 8, 8,
+			       IW_MEM_LOCAL_WRITE),
+			 0);
+	/* Rights are checked before bounds, the key before the PD. */
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RREAD]->lkey, base - 1, 8, IW_MEM_LOCAL_WRITE),
+			 -EACCES);
+	ck_assert_int_eq(local(&f.ctx, f.pd2, m[MR_ALL]->lkey, base - 1, 8, IW_MEM_LOCAL_WRITE),
+			 -EINVAL);
+	/* A zero-length SGE is valid whatever its lkey, and takes no ref. */
+	ck_assert_int_eq(local(&f.ctx, f.pd, 0, 0, 0, IW_MEM_LOCAL_WRITE), 0);
+	ck_assert_int_eq(local(&f.ctx, f.pd, 0xDEADBEEF, 12345, 0, IW_MEM_READ_SINK), 0);
+	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RREAD]->lkey, base, 0, IW_MEM_LOCAL_WRITE), 0);
+	remote_fixture_cleanup(&f);
+}
+END_TEST
+
+/* ------------------------------------------------- references, lifetime */
+
+START_TEST(dereg_busy_until_put)
+{
+	static uint8_t buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+	struct iw_mr_int *r1, *r2;
+	struct iw_sge sge;
+	uint8_t *p;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	mr = reg(pd, buf, sizeof(buf), ALL_RIGHTS);
+	ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, pd, mr->rkey, (uintptr_t)buf + 4, 8,
+					      IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &r1, &p),
+			  0);
+	ck_assert_ptr_eq(r1, iw_mr_int(mr));
+	ck_assert_ptr_eq(p, buf + 4);
+	sge = (struct iw_sge){.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+	ck_assert_int_eq(iw_mem_check_local(&ctx.mem, pd, &sge, IW_MEM_LOCAL_READ, &r2, NULL), 0);
+	ck_assert_ptr_eq(r2, iw_mr_int(mr));
+	ck_assert_int_eq(busy(mr), 2);
+	ck_assert_int_eq(iw_dereg_mr(mr), EBUSY);
+	/* Refused deregistration changes nothing: still valid and counted. */
+	ck_assert_uint_eq(remote(&ctx, pd, mr->rkey, (uintptr_t)buf, 64, IW_MEM_REMOTE_READ,
+				 IW_MEM_BY_RDMAP),
+			  0);
+	ck_assert_int_eq(atomic_load(&pd->use), 1);
+	iw_mem_put(r1);
+	ck_assert_int_eq(iw_dereg_mr(mr), EBUSY);
+	iw_mem_put(r2);
+	iw_mem_put(NULL);
+	ck_assert_int_eq(busy(mr), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(atomic_load(&pd->use), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+START_TEST(dealloc_pd_busy_while_mrs)
+{
+	static uint8_t buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_mr *a, *f;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	pd2 = pd_new(&ctx);
+	ck_assert_ptr_eq(pd->context, &ctx);
+	ck_assert_uint_ne(pd->handle, 0);
+	ck_assert_uint_ne(pd->handle, pd2->handle);
+	a = reg(pd, buf, sizeof(buf), 0);
+	f = iw_alloc_mr(pd, 8);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(atomic_load(&pd->use), 2);
+	ck_assert_int_eq(iw_dealloc_pd(pd), EBUSY);
+	ck_assert_int_eq(iw_dereg_mr(a), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), EBUSY);
+	ck_assert_int_eq(iw_dereg_mr(f), 0);
+	ck_assert_int_eq(atomic_load(&pd->use), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd2), 0);
+	ck_assert_int_eq(iw_dealloc_pd(NULL), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* ------------------------------------------------ fast registration, inv */
+
+START_TEST(fastreg_lifecycle)
+{
+	static uint8_t buf[4096];
+	static uint8_t buf2[128];
+	int rights = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	struct iw_context ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_mr *mr, *plain;
+	struct iw_mr_int *mi;
+	uint32_t s0, s1, s2;
+	uint64_t iova = 0x100000;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	pd2 = pd_new(&ctx);
+	plain = reg(pd, buf2, sizeof(buf2), rights);
+	mr = iw_alloc_mr(pd, 16);
+	ck_assert_ptr_nonnull(mr);
+	mi = iw_mr_int(mr);
+	s0 = mr->rkey;
+	ck_assert_uint_eq(mr->lkey, s0);
+	ck_assert_uint_ge(iw_stag_index(s0), 1);
+	ck_assert_uint_ne(iw_stag_index(s0), iw_stag_index(plain->rkey));
+	ck_assert_uint_eq(mr->handle, iw_stag_index(s0));
+	ck_assert_int_eq(mi->state, IW_MR_INVALID);
+	ck_assert(mi->fastreg);
+	ck_assert_uint_eq(mi->max_num_sg, 16);
+	ck_assert_int_eq(atomic_load(&pd->use), 2);
+
+	/* Invalid until registered. */
+	ck_assert_uint_eq(remote(&ctx, pd, s0, 0, 0, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_int_eq(local(&ctx, pd, s0, 0, 1, IW_MEM_LOCAL_READ), -EINVAL);
+
+	/* Refused REG_MRs change nothing. */
+	s1 = iw_inc_rkey(s0);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd2, mi, s1, rights, iova, sizeof(buf), buf),
+			 -EACCES);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s1 + 0x100, rights, iova, sizeof(buf),
+					buf),
+			 -EINVAL);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s1, IW_ACCESS_REMOTE_WRITE, iova,
+					sizeof(buf), buf),
+			 -EINVAL);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s1, 1 << 9, iova, sizeof(buf), buf),
+			 -EINVAL);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s1, rights, iova, 0, buf), -EINVAL);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s1, rights, iova, sizeof(buf), NULL),
+			 -EINVAL);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s1, rights, UINT64_MAX - 10, sizeof(buf),
+					buf),
+			 -EINVAL);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, iw_mr_int(plain), plain->rkey + 1, rights,
+					iova, 8, buf),
+			 -EINVAL);
+	ck_assert_uint_eq(mr->rkey, s0);
+	ck_assert_int_eq(mi->state, IW_MR_INVALID);
+
+	/* Register with the WR's key: the STag takes it. */
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s1, rights, iova, sizeof(buf), buf), 0);
+	ck_assert_uint_eq(mr->rkey, s1);
+	ck_assert_uint_eq(mr->lkey, s1);
+	ck_assert_uint_eq(iw_stag_index(s1), iw_stag_index(s0));
+	ck_assert_uint_ne(iw_stag_key(s1), iw_stag_key(s0));
+	ck_assert_ptr_eq(mr->addr, buf);
+	ck_assert_uint_eq(mr->length, sizeof(buf));
+	ck_assert_int_eq(mi->state, IW_MR_VALID);
+	ck_assert_uint_eq(remote(&ctx, pd, s0, iova, 8, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_uint_eq(remote(&ctx, pd, s1, iova + 100, 8, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  0);
+	ck_assert_uint_eq(remote(&ctx, pd, s1, iova, sizeof(buf), IW_MEM_REMOTE_READ,
+				 IW_MEM_BY_RDMAP),
+			  0);
+	ck_assert_uint_eq(remote(&ctx, pd, s1, iova - 1, 8, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_BASE_BOUNDS);
+	ck_assert_uint_eq(remote(&ctx, pd, s1, iova, 8, IW_MEM_REMOTE_ATOMIC, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_ACCESS);
+	ck_assert_int_eq(local(&ctx, pd, s1, iova + 4000, 96, IW_MEM_LOCAL_WRITE), 0);
+	ck_assert_int_eq(local(&ctx, pd, s1, (uintptr_t)buf, 8, IW_MEM_LOCAL_READ), -EFAULT);
+	/* No REG_MR over a valid registration. */
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, iw_inc_rkey(s1), rights, iova,
+					sizeof(buf), buf),
+			 -EINVAL);
+
+	/* Remote invalidation: refused for a stale key, another PD. */
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s0, true), IW_TERM_RDMAP_OP_NOINV);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd2, s1, true), IW_TERM_RDMAP_PROT_NOINV);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, 0, true), IW_TERM_RDMAP_OP_NOINV);
+	ck_assert_int_eq(mi->state, IW_MR_VALID);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s1, true), 0);
+	ck_assert_int_eq(mi->state, IW_MR_INVALID);
+	ck_assert_uint_eq(mr->rkey, s1); /* the STag stays, invalid */
+	ck_assert_uint_eq(remote(&ctx, pd, s1, iova, 8, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_uint_eq(remote(&ctx, pd, s1, iova, 8, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_INV_STAG);
+	ck_assert_int_eq(local(&ctx, pd, s1, iova, 8, IW_MEM_LOCAL_READ), -EINVAL);
+
+	/* Local invalidation: errors, then an already-invalid STag is fine. */
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s0, false), -EINVAL);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd2, s1, false), -EINVAL);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, 0, false), -EINVAL);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s1, false), 0);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s1, true), 0);
+
+	/* Re-register with the next key, smaller and elsewhere; invalidate
+	 * locally. */
+	s2 = iw_inc_rkey(s1);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, mi, s2, IW_ACCESS_LOCAL_WRITE, 0, 64, buf2),
+			 0);
+	ck_assert_uint_eq(mr->rkey, s2);
+	ck_assert_int_eq(local(&ctx, pd, s2, 0, 64, IW_MEM_LOCAL_WRITE), 0);
+	ck_assert_int_eq(local(&ctx, pd, s1, 0, 64, IW_MEM_LOCAL_WRITE), -EINVAL);
+	ck_assert_uint_eq(remote(&ctx, pd, s2, 0, 8, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP),
+			  IW_TERM_RDMAP_ACCESS);
+	/* No remote right: a peer cannot invalidate it, the owner can. */
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s2, true), IW_TERM_RDMAP_PROT_NOINV);
+	ck_assert_int_eq(mi->state, IW_MR_VALID);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s2, false), 0);
+	ck_assert_int_eq(local(&ctx, pd, s2, 0, 64, IW_MEM_LOCAL_WRITE), -EINVAL);
+
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	/* After deregistration the STag is unknown. */
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s2, true), IW_TERM_RDMAP_OP_NOINV);
+	ck_assert_int_eq(iw_dereg_mr(plain), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd2), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* A slot reused after a fast-reg MR must not hand out the key the last
+ * REG_MR used. */
+START_TEST(fastreg_key_carries_to_reuse)
+{
+	static uint8_t buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+	uint32_t s;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	mr = iw_alloc_mr(pd, 1);
+	ck_assert_ptr_nonnull(mr);
+	s = (mr->rkey & ~0xFFu) | 0x77;
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, iw_mr_int(mr), s, 0, 0, 64, buf), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	mr = reg(pd, buf, sizeof(buf), IW_ACCESS_REMOTE_READ);
+	ck_assert_uint_eq(iw_stag_index(mr->rkey), iw_stag_index(s));
+	ck_assert_uint_eq(iw_stag_key(mr->rkey), 0x78);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* iw_reg_mr registrations live until iw_dereg_mr: no invalidation. */
+START_TEST(invalidate_plain_mr_refused)
+{
+	static uint8_t buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	mr = reg(pd, buf, sizeof(buf), ALL_RIGHTS);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, mr->rkey, true), IW_TERM_RDMAP_PROT_NOINV);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, mr->rkey, false), -EINVAL);
+	ck_assert_int_eq(iw_mr_int(mr)->state, IW_MR_VALID);
+	ck_assert_uint_eq(remote(&ctx, pd, mr->rkey, (uintptr_t)buf, 64, IW_MEM_REMOTE_WRITE,
+				 IW_MEM_BY_DDP),
+			  0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* Invalidation while a placement holds a reference: new accesses fail at
+ * once, the holder keeps its pointer, deregistration waits for the put. */
+START_TEST(invalidate_while_busy)
+{
+	static uint8_t buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+	struct iw_mr_int *held;
+	uint8_t *p;
+	uint32_t s;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	mr = iw_alloc_mr(pd, 1);
+	ck_assert_ptr_nonnull(mr);
+	s = iw_inc_rkey(mr->rkey);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, iw_mr_int(mr), s, ALL_RIGHTS, 0x5000,
+					sizeof(buf), buf),
+			 0);
+	ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, pd, s, 0x5010, 16, IW_MEM_REMOTE_WRITE,
+					      IW_MEM_BY_DDP, &held, &p),
+			  0);
+	ck_assert_ptr_eq(p, buf + 0x10);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, pd, s, true), 0);
+	ck_assert_uint_eq(remote(&ctx, pd, s, 0x5010, 16, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	memset(p, 0xAB, 16); /* the in-flight placement finishes */
+	ck_assert_uint_eq(buf[0x10], 0xAB);
+	ck_assert_int_eq(iw_dereg_mr(mr), EBUSY);
+	iw_mem_put(held);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* --------------------------------------------------------- table growth */
+
+#define MANY 5000
+
+START_TEST(many_registrations)
+{
+	static uint8_t buf[MANY];
+	static struct iw_mr *mr[MANY];
+	static uint32_t stag[MANY];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	uint32_t slots;
+	uint8_t *seen;
+	int *oldkey;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	for (int i = 0; i < MANY; i++) {
+		mr[i] = reg(pd, buf + i, 1, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
+		stag[i] = mr[i]->rkey;
+	}
+	ck_assert_int_eq(atomic_load(&pd->use), MANY);
+	slots = ctx.mem.num_slots;
+	ck_assert_uint_gt(slots, MANY);
+	/* Distinct indices, each finding its own octet. */
+	seen = calloc(slots, 1);
+	ck_assert_ptr_nonnull(seen);
+	for (int i = 0; i < MANY; i++) {
+		uint32_t idx = iw_stag_index(stag[i]);
+
+		ck_assert_uint_lt(idx, slots);
+		ck_assert_int_eq(seen[idx], 0);
+		seen[idx] = 1;
+	}
+	free(seen);
+	for (int i = 0; i < MANY; i++) {
+		struct iw_mr_int *m;
+		uint8_t *p;
+
+		ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, pd, stag[i], (uintptr_t)(buf + i), 1,
+						      IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &m, &p),
+				  0);
+		ck_assert_ptr_eq(p, buf + i);
+		iw_mem_put(m);
+		ck_assert_uint_eq(remote(&ctx, pd, stag[i], (uintptr_t)(buf + i) + 1, 1,
+					 IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+				  IW_TERM_DDP_T_BASE_BOUNDS);
+	}
+	/* Free every other one, then all; re-register: no growth, new keys. */
+	for (int i = 0; i < MANY; i += 2)
+		ck_assert_int_eq(iw_dereg_mr(mr[i]), 0);
+	for (int i = 1; i < MANY; i += 2)
+		ck_assert_uint_eq(remote(&ctx, pd, stag[i], (uintptr_t)(buf + i), 1,
+					 IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+				  0);
+	for (int i = 1; i < MANY; i += 2)
+		ck_assert_int_eq(iw_dereg_mr(mr[i]), 0);
+	ck_assert_int_eq(atomic_load(&pd->use), 0);
+	for (int i = 0; i < MANY; i++)
+		mr[i] = reg(pd, buf + i, 1, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
+	ck_assert_uint_eq(ctx.mem.num_slots, slots);
+	/* The same indices came back, each with its old key + 1, so every
+	 * old STag is dead. */
+	oldkey = calloc(slots, sizeof(*oldkey));
+	ck_assert_ptr_nonnull(oldkey);
+	for (int i = 0; i < MANY; i++)
+		oldkey[iw_stag_index(stag[i])] = 0x100 | iw_stag_key(stag[i]);
+	for (int i = 0; i < MANY; i++) {
+		int k = oldkey[iw_stag_index(mr[i]->rkey)];
+
+		ck_assert_int_ne(k, 0);
+		ck_assert_uint_eq(iw_stag_key(mr[i]->rkey), (uint8_t)(k + 1));
+	}
+	free(oldkey);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_uint_eq(remote(&ctx, pd, stag[i], (uintptr_t)(buf + i), 1,
+					 IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+				  IW_TERM_DDP_T_INV_STAG);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_int_eq(iw_dereg_mr(mr[i]), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* MRs left registered when the context goes are freed with the table
+ * (ASan and valgrind runs check that nothing leaks). */
+START_TEST(cleanup_frees_leftovers)
+{
+	static uint8_t buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	for (int i = 0; i < 100; i++)
+		reg(pd, buf, sizeof(buf), 0);
+	ck_assert_ptr_nonnull(iw_alloc_mr(pd, 2));
+	ck_assert_int_eq(atomic_load(&pd->use), 101);
+	ctx_cleanup(&ctx);
+	ck_assert_uint_eq(ctx.mem.num_slots, 0);
+	ck_assert_ptr_null(ctx.mem.slot);
+	free(pd); /* its MRs went with the table */
+}
+END_TEST
+
+/* ---------------------------------------------------------------- threads */
+
+#define CHURN_THREADS 2
+#define CHURN_ROUNDS 3000
+
+struct thread_env {
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *stable;
+	uint8_t stable_buf[64];
+	uint8_t churn_buf[CHURN_THREADS][32];
+	_Atomic uint32_t live[CHURN_THREADS]; /* STag a churner has now, or 0 */
+	atomic_bool stop;
+	atomic_long hits, busy_retries;
+};
+
+struct churn_arg {
+	struct thread_env *env;
+	int id;
+};
+
+static void *churn(void *p)
+{
+	struct churn_arg *a = p;
+	struct thread_env *env = a->env;
+	uint8_t *buf = env->churn_buf[a->id];
+
+	for (int r = 0; r < CHURN_ROUNDS; r++) {
+		struct iw_mr *mr = iw_reg_mr(env->pd, buf, 32,
+					     IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
+		struct iw_mr_int *held;
+		uint8_t *ptr;
+		int ret;
+
+		if (!mr)
+			return "reg failed";
+		atomic_store(&env->live[a->id], mr->rkey);
+		/* Our own MR is ours alone: its check must pass. */
+		if (iw_mem_check_remote(&env->ctx.mem, env->pd, mr->rkey, (uintptr_t)buf, 32,
+					IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &held, &ptr) ||
+		    held != iw_mr_int(mr) || ptr != buf)
+			return "own check failed";
+		iw_mem_put(held);
+		atomic_store(&env->live[a->id], 0);
+		/* The checker may hold a reference for a moment. */
+		while ((ret = iw_dereg_mr(mr)) == EBUSY)
+			atomic_fetch_add(&env->busy_retries, 1);
+		if (ret)
+			return "dereg failed";
+	}
+	return NULL;
+}
+
+static void *checker(void *p)
+{
+	struct thread_env *env = p;
+	unsigned n = 0;
+
+	while (!atomic_load(&env->stop)) {
+		struct iw_mr_int *m;
+		uint8_t *ptr;
+		unsigned id = n++ % CHURN_THREADS;
+		uint32_t s = atomic_load(&env->live[id]);
+		uint8_t *cbuf = env->churn_buf[id];
+		uint16_t term;
+
+		if (iw_mem_check_remote(&env->ctx.mem, env->pd, env->stable->rkey,
+					(uintptr_t)env->stable_buf, 64, IW_MEM_REMOTE_READ,
+					IW_MEM_BY_RDMAP, &m, &ptr) ||
+		    ptr != env->stable_buf)
+			return "stable check failed";
+		iw_mem_put(m);
+		if (!s)
+			continue;
+		/* A churner's STag is valid or already gone; if valid, the MR
+		 * found is exactly that registration. */
+		term = iw_mem_check_remote(&env->ctx.mem, env->pd, s, (uintptr_t)cbuf, 32,
+					   IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &m, &ptr);
+		if (term == 0) {
+			bool same = m->pub.rkey == s && m->len == 32 && ptr == cbuf;
+
+			iw_mem_put(m);
+			if (!same)
+				return "wrong MR";
+			atomic_fetch_add(&env->hits, 1);
+		} else if (term != IW_TERM_DDP_T_INV_STAG) {
+			return "unexpected TERMINATE";
+		}
+	}
+	return NULL;
+}
+
+START_TEST(threads_register_and_check)
+{
+	struct thread_env *env = calloc(1, sizeof(*env));
+	struct churn_arg args[CHURN_THREADS];
+	pthread_t ct[CHURN_THREADS], chk;
+	void *res;
+
+	ck_assert_ptr_nonnull(env);
+	ctx_init(&env->ctx);
+	env->pd = pd_new(&env->ctx);
+	env->stable = reg(env->pd, env->stable_buf, sizeof(env->stable_buf), IW_ACCESS_REMOTE_READ);
+	ck_assert_int_eq(pthread_create(&chk, NULL, checker, env), 0);
+	for (int i = 0; i < CHURN_THREADS; i++) {
+		args[i] = (struct churn_arg){env, i};
+		ck_assert_int_eq(pthread_create(&ct[i], NULL, churn, &args[i]), 0);
+	}
+	for (int i = 0; i < CHURN_THREADS; i++) {
+		ck_assert_int_eq(pthread_join(ct[i], &res), 0);
+		ck_assert_msg(res == NULL, "churn %d: %s", i, (const char *)res);
+	}
+	atomic_store(&env->stop, true);
+	ck_assert_int_eq(pthread_join(chk, &res), 0);
+	ck_assert_msg(res == NULL, "checker: %s", (const char *)res);
+	/* Consistent afterwards: only the stable MR is left, unreferenced. */
+	ck_assert_int_eq(atomic_load(&env->pd->use), 1);
+	ck_assert_int_eq(busy(env->stable), 0);
+	for (uint32_t i = 1; i < env->ctx.mem.num_slots; i++)
+		ck_assert(env->ctx.mem.slot[i] == NULL ||
+			  env->ctx.mem.slot[i] == iw_mr_int(env->stable));
+	ck_assert_int_eq(iw_dereg_mr(env->stable), 0);
+	ck_assert_int_eq(iw_dealloc_pd(env->pd), 0);
+	ctx_cleanup(&env->ctx);
+	free(env);
+}
+END_TEST
+
+Suite *suite_mem(void)
+{
+	Suite *s = suite_create("mem");
+	TCase *tc = tcase_create("mem");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, access_flag_rule);
+	tcase_add_test(tc, reg_mr_bad_arguments);
+	tcase_add_test(tc, stag_layout_and_fields);
+	tcase_add_test(tc, key_changes_on_reregistration);
+	tcase_add_test(tc, stag_zero_and_unknown_invalid);
+	tcase_add_loop_test(tc, remote_check_terminate_codes, 0, NUM_REMOTE_CASES);
+	tcase_add_test(tc, remote_check_order);
+	tcase_add_test(tc, remote_wrap_edge);
+	tcase_add_test(tc, local_checks);
+	tcase_add_test(tc, dereg_busy_until_put);
+	tcase_add_test(tc, dealloc_pd_busy_while_mrs);
+	tcase_add_test(tc, fastreg_lifecycle);
+	tcase_add_test(tc, fastreg_key_carries_to_reuse);
+	tcase_add_test(tc, invalidate_plain_mr_refused);
+	tcase_add_test(tc, invalidate_while_busy);
+	tcase_add_test(tc, many_registrations);
+	tcase_add_test(tc, cleanup_frees_leftovers);
+	tcase_add_test(tc, threads_register_and_check);
+	suite_add_tcase(s, tc);
+	return s;
+}
