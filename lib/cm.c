@@ -153,11 +153,7 @@ IW_EXPORT int iw_cm_destroy_channel(struct iw_cm_channel *ch)
 	struct iw_cm_channel_int *c = (struct iw_cm_channel_int *)ch;
 	if (c->num_ids)
 		return EBUSY;
-	struct iw_evq_node *n;
-	while ((n = c->q.head) != NULL) {
-		c->q.head = n->next;
-		free(n);
-	}
+	iw_evq_drain(&c->q, free_dead);
 	iw_evq_cleanup(&c->q);
 	free(c);
 	return 0;
@@ -236,16 +232,15 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_con
 }
 
 /* Drop events of id still queued on its channel: nobody will read them. */
+static bool event_of(const struct iw_evq_node *n, const void *id)
+{
+	const struct cm_event *e = (const struct cm_event *)n;
+	return e->owner == id || e->pub.id == &((const struct iw_cm_id_int *)id)->pub;
+}
+
 static void kill_events(struct iw_cm_id_int *id)
 {
-	struct iw_evq *q = &id->ch->q;
-	pthread_mutex_lock(&q->lock);
-	for (struct iw_evq_node *n = q->head; n; n = n->next) {
-		struct cm_event *e = (struct cm_event *)n;
-		if (e->owner == id || e->pub.id == &id->pub)
-			n->dead = true;
-	}
-	pthread_mutex_unlock(&q->lock);
+	iw_evq_kill_if(&id->ch->q, event_of, id);
 }
 
 void iw_cm_id_release(struct iw_cm_id_int *id)

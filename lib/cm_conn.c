@@ -174,23 +174,30 @@ static int write_loop(struct iw_cm_id_int *id)
 	}
 }
 
-void iw_cm_conn_tx(struct iw_cm_id_int *id)
+/* Write from whichever thread gets the lock; a thread that finds it taken
+ * leaves tx_req set, and the holder loops until no request is left, so no
+ * posted work is stranded. 0: nothing left (or the holder will see it);
+ * 1: the socket is full; -errno: the connection failed. */
+static int tx_drive(struct iw_cm_id_int *id)
 {
 	atomic_store(&id->tx_req, 1);
 	while (atomic_load(&id->tx_req)) {
-		/* Whoever holds the lock sees tx_req and loops again. */
 		if (pthread_mutex_trylock(&id->txlock))
-			return;
+			return 0;
 		atomic_store(&id->tx_req, 0);
 		int rc = id->fd >= 0 ? write_loop(id) : 0;
 		pthread_mutex_unlock(&id->txlock);
-		if (rc) {
-			/* Full socket (arm EV_WRITE) or an error: the loop acts. */
-			iw_cm_want_work(id);
-			return;
-		}
+		if (rc)
+			return rc;
 	}
-	if (id->qp && id->qp->state == IW_QPS_ERR)
+	return 0;
+}
+
+void iw_cm_conn_tx(struct iw_cm_id_int *id)
+{
+	/* A full socket (arm EV_WRITE), an error, or a QP in ERR (close):
+	 * the loop thread acts on it. */
+	if (tx_drive(id) || (id->qp && id->qp->state == IW_QPS_ERR))
 		iw_cm_want_work(id);
 }
 
@@ -230,13 +237,8 @@ static void after_engine(struct iw_cm_id_int *id)
 {
 	if (!id->qp || id->fd < 0)
 		return;
-	int rc = 0;
-	if (pthread_mutex_trylock(&id->txlock) == 0) {
-		rc = write_loop(id);
-		pthread_mutex_unlock(&id->txlock);
-	}
-	/* else an application thread is writing; it asks for work if needed.
-	 * Events are taken after writing: sending the RTR raises ESTABLISHED. */
+	int rc = tx_drive(id);
+	/* Events are taken after writing: sending the RTR raises ESTABLISHED. */
 	unsigned e = iw_qp_take_events(id->qp);
 	if (rc == 1)
 		event_add(id->wr, NULL);

@@ -35,22 +35,11 @@ struct iw_context *iw_context_core_new(void)
 	return ctx;
 }
 
-/* Drops async events nobody read: they own nothing but themselves. */
-static void drain_async(struct iw_context *ctx)
-{
-	struct iw_evq_node *n;
-	while ((n = ctx->async.head) != NULL) {
-		ctx->async.head = n->next;
-		free(n);
-	}
-}
-
 void iw_context_core_free(struct iw_context *ctx)
 {
 	if (!ctx)
 		return;
-	drain_async(ctx);
-	iw_evq_cleanup(&ctx->async);
+	iw_async_cleanup(ctx);
 	iw_mem_table_cleanup(&ctx->mem);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->pcap_path);

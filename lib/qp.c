@@ -41,12 +41,23 @@ static int cap_valid(const struct iw_qp_init_attr *a)
 	return c->max_inline_data <= IW_MAX_INLINE;
 }
 
+/* Ring indexes run freely over 2^32 and pick their slot by modulo: the
+ * slot sequence only stays continuous across the wrap if the ring size
+ * divides 2^32. Capacity is still the requested number of WRs. */
+static uint32_t ring_size(uint32_t n)
+{
+	uint32_t r = 1;
+	while (r < n)
+		r <<= 1;
+	return r;
+}
+
 static int qp_alloc_rings(struct iw_qp *qp)
 {
-	qp->sq_size = qp->cap.max_send_wr;
+	qp->sq_size = ring_size(qp->cap.max_send_wr);
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	if (!qp->srq) {
-		qp->rq_size = qp->cap.max_recv_wr;
+		qp->rq_size = ring_size(qp->cap.max_recv_wr);
 		qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
 	}
 	qp->orq_size = IW_MAX_ORD_IRD;
@@ -124,8 +135,8 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 	if (qp->glue)
 		return EBUSY; /* still owned by a CM id: use iw_cm_destroy_qp */
 	pthread_mutex_lock(&qp->lock);
-	free(qp->txq);
-	qp->txq = NULL;
+	/* Unsent Read Responses hold references on their source MRs. */
+	iw_qp_txq_discard_locked(qp);
 	if (qp->state != IW_QPS_RESET) {
 		qp->state = IW_QPS_ERR;
 		iw_qp_flush_locked(qp);
@@ -136,6 +147,10 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 	atomic_fetch_sub(&qp->recv_cq->use, 1);
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->use, 1);
+	/* Queued events must not hand the application a freed QP. */
+	iw_async_forget(qp->context, qp);
+	/* Queued async events must not hand out a pointer to freed memory. */
+	iw_async_forget(qp->context, qp);
 	pthread_mutex_destroy(&qp->lock);
 	qp_free(qp);
 	return 0;
@@ -175,7 +190,10 @@ static void reset_locked(struct iw_qp *qp)
 	qp->orq_head = qp->orq_cnt = 0;
 	qp->irq_head = qp->irq_cnt = 0;
 	qp->connected = qp->terminated = false;
+	qp->rtr_wait = qp->rtr_pending = qp->rtr_read_resp = qp->rtr_read_sent = false;
+	qp->tx_cur = IW_TX_NONE;
 	qp->term = 0;
+	qp->term_from_peer = false;
 	memset(&qp->in, 0, sizeof(qp->in));
 }
 
@@ -314,10 +332,36 @@ static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w)
 	iw_rwqe_release(w);
 }
 
+/* The receive side: the message being received, then the RQ, in order.
+ * Nothing on the transmit queue points into receive WQEs, so this runs as
+ * soon as the QP is in ERR. */
+static void flush_rq(struct iw_qp *qp)
+{
+	if (qp->in.mr) {
+		iw_mem_put(qp->in.mr);
+		qp->in.mr = NULL;
+	}
+	/* A Read Request or atomic checked at its header whose segment never
+	 * ended (CRC error, connection lost) still holds its source MR. */
+	if (qp->in.irqe.mr) {
+		iw_mem_put(qp->in.irqe.mr);
+		qp->in.irqe.mr = NULL;
+	}
+	if (qp->in.have_rwqe) {
+		flush_rwqe(qp, qp->in.rwqe);
+		qp->in.have_rwqe = false;
+	}
+	while (qp->rq_head != qp->rq_tail) {
+		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size]);
+		qp->rq_head++;
+	}
+}
+
 /* Flush everything outstanding, in order: the SQ from its head (WQEs that
- * finished keep their status), the IRQ's references, the message being
- * received, then the RQ. Each WQE completes exactly once. Must not run
- * while the transmit queue still points into WQE memory. */
+ * finished keep their status: a Send already written behind an unanswered
+ * Read reports success), the IRQ's references, then the receive side.
+ * Each WQE completes exactly once. Must not run while the transmit queue
+ * still points into WQE memory. */
 void iw_qp_flush_locked(struct iw_qp *qp)
 {
 	while (qp->sq_head != qp->sq_tail) {
@@ -330,24 +374,14 @@ void iw_qp_flush_locked(struct iw_qp *qp)
 		qp->sq_head++;
 	}
 	qp->sq_next = qp->sq_tail;
+	qp->tx_cur = IW_TX_NONE;
 	qp->orq_cnt = 0;
 	while (qp->irq_cnt) {
 		iw_mem_put(qp->irq[qp->irq_head % qp->irq_size].mr);
 		qp->irq_head++;
 		qp->irq_cnt--;
 	}
-	if (qp->in.mr) {
-		iw_mem_put(qp->in.mr);
-		qp->in.mr = NULL;
-	}
-	if (qp->in.have_rwqe) {
-		flush_rwqe(qp, qp->in.rwqe);
-		qp->in.have_rwqe = false;
-	}
-	while (qp->rq_head != qp->rq_tail) {
-		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size]);
-		qp->rq_head++;
-	}
+	flush_rq(qp);
 }
 
 void iw_qp_set_error_locked(struct iw_qp *qp)
@@ -356,10 +390,13 @@ void iw_qp_set_error_locked(struct iw_qp *qp)
 		return;
 	qp->state = IW_QPS_ERR;
 	qp->events |= IW_QPE_ERROR;
-	/* The transmit queue may reference WQE payload: flush once it is
-	 * written or discarded (iw_qp_tx_sent / iw_qp_conn_lost). */
+	/* The transmit queue may reference send WQE payload: flush the SQ
+	 * once it is written or discarded (iw_qp_tx_sent / iw_qp_conn_lost);
+	 * the receive side at once. */
 	if (!qp->txq || qp->txq->first == qp->txq->cnt)
 		iw_qp_flush_locked(qp);
+	else
+		flush_rq(qp);
 }
 
 /* ------------------------------------------------------------ posting */
@@ -386,7 +423,7 @@ IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_se
 			rc = EINVAL;
 			break;
 		}
-		if (qp->sq_tail - qp->sq_head == qp->sq_size) {
+		if (qp->sq_tail - qp->sq_head >= qp->cap.max_send_wr) {
 			rc = ENOMEM;
 			break;
 		}
@@ -428,7 +465,7 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 			rc = EINVAL;
 			break;
 		}
-		if (qp->rq_tail - qp->rq_head == qp->rq_size) {
+		if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr) {
 			rc = ENOMEM;
 			break;
 		}
@@ -438,8 +475,9 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 			break;
 		qp->rq_tail++;
 	}
-	if (flushing_now(qp))
-		iw_qp_flush_locked(qp);
+	/* Receives never wait for the transmit queue: flush them at once. */
+	if (qp->state == IW_QPS_ERR)
+		flush_rq(qp);
 	pthread_mutex_unlock(&qp->lock);
 	if (rc && bad_wr)
 		*bad_wr = wr;

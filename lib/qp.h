@@ -191,8 +191,10 @@ struct iw_qp {
 		uint8_t *dst;         /* where the current segment's payload goes */
 		uint64_t dst_len;     /* octets allowed there */
 		struct iw_mr_int *mr; /* reference for a tagged placement */
-		struct iw_rwqe *rwqe; /* untagged Send being received */
-		struct iw_rwqe srq_wqe; /* copy of an SRQ WQE while it is filled */
+		struct iw_rwqe *rwqe; /* untagged Send being received (&wqe) */
+		/* The receive WQE being filled, moved out of the RQ or SRQ ring
+		 * so that its slot can take a new post at once. */
+		struct iw_rwqe wqe;
 		bool have_rwqe;
 		uint64_t msg_len;     /* untagged: octets placed by the message so far */
 		bool skip;            /* zero-length / ignored payload */
@@ -237,5 +239,7 @@ void iw_qp_flush_locked(struct iw_qp *qp);
 int iw_qp_tx_build_locked(struct iw_qp *qp);
 /* Queue a TERMINATE FPDU with header h (qp_tx.c; room is reserved). */
 int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len);
+/* Drop the transmit queue unsent, with the references its marks hold. */
+void iw_qp_txq_discard_locked(struct iw_qp *qp);
 
 #endif

@@ -33,19 +33,21 @@ static void wake_tx(struct iw_qp *qp)
 	qp->events |= IW_QPE_TX;
 }
 
+/* The WQE is moved out of its ring (its MR references with it): a slot
+ * left in the ring while being filled could be overwritten by the next
+ * post once the ring looks non-full. The flush finds it via have_rwqe. */
 static uint16_t take_rwqe(struct iw_qp *qp)
 {
 	if (qp->srq) {
-		if (!iw_srq_take(qp->srq, &qp->in.srq_wqe))
+		if (!iw_srq_take(qp->srq, &qp->in.wqe))
 			return IW_TERM_DDP_U_NO_BUF;
-		qp->in.rwqe = &qp->in.srq_wqe;
 	} else {
 		if (qp->rq_head == qp->rq_tail)
 			return IW_TERM_DDP_U_NO_BUF;
-		/* Stays in the ring until it completes, so a flush finds it. */
-		qp->in.rwqe = &qp->rq[qp->rq_head % qp->rq_size];
+		qp->in.wqe = qp->rq[qp->rq_head % qp->rq_size];
 		qp->rq_head++;
 	}
+	qp->in.rwqe = &qp->in.wqe;
 	qp->in.have_rwqe = true;
 	qp->in.msg_len = 0;
 	return 0;
@@ -87,17 +89,10 @@ static bool op_send(unsigned op)
 static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	if (s->payload_len == 0) {
-		/* The WRITE RTR, or any zero-length Write: no validation. */
-		if (qp->rtr_wait && qp->conn.rtr == IW_RTR_WRITE) {
-			qp->rtr_wait = false;
-			qp->events |= IW_QPE_ESTABLISHED;
-			wake_tx(qp);
-		}
+		/* Zero-length tagged frames are not validated (interop.md). */
 		qp->in.skip = true;
 		return 0;
 	}
-	if (qp->rtr_wait)
-		return IW_TERM_LLP_NO_RTR;
 	return iw_mem_check_remote(&qp->context->mem, qp->pd, s->ddp.stag, s->ddp.to,
 				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
 				   &qp->in.dst);
@@ -105,8 +100,10 @@ static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
 
 static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
-	if (qp->rtr_read_sent && qp->orq_cnt == 0) {
-		/* The zero-length answer to our READ RTR. */
+	if (qp->rtr_read_sent) {
+		/* The zero-length answer to our READ RTR: responses come in
+		 * request order and the RTR was our first request, whatever
+		 * Reads the application queued behind it. */
 		if (s->payload_len || !iw_ddp_last(&s->ddp))
 			return IW_TERM_RDMAP_OPCODE;
 		qp->in.skip = true;
@@ -137,18 +134,6 @@ static uint16_t hdr_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned 
 {
 	if (s->ddp.msn != qp->rx_msn[IW_QN_SEND])
 		return IW_TERM_DDP_U_MSN_RANGE;
-	if (qp->rtr_wait) {
-		/* The SEND RTR is consumed here, never by a posted receive. */
-		if (qp->conn.rtr != IW_RTR_SEND || s->payload_len || !iw_ddp_last(&s->ddp))
-			return IW_TERM_LLP_NO_RTR;
-		qp->rtr_wait = false;
-		qp->rx_msn[IW_QN_SEND]++;
-		qp->events |= IW_QPE_ESTABLISHED;
-		wake_tx(qp);
-		qp->in.skip = true;
-		qp->in.op = IW_OP_TERMINATE; /* nothing to do at the end */
-		return 0;
-	}
 	if (qp->in.have_rwqe) {
 		if (qp->in.send_op != op)
 			return IW_TERM_RDMAP_OPCODE; /* another message inside this one */
@@ -169,19 +154,6 @@ static uint16_t hdr_read_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	const struct iw_read_req *r = &s->rdmap.u.read_req;
 	if (s->ddp.msn != qp->rx_msn[IW_QN_READ_REQ])
 		return IW_TERM_DDP_U_MSN_RANGE;
-	if (qp->rtr_wait) {
-		if (qp->conn.rtr != IW_RTR_READ || r->read_size)
-			return IW_TERM_LLP_NO_RTR;
-		/* Answer the READ RTR at once, before anything else. */
-		qp->rtr_wait = false;
-		qp->rtr_read_resp = true;
-		qp->rtr_sink_stag = r->sink_stag;
-		qp->events |= IW_QPE_ESTABLISHED;
-		qp->in.op = IW_OP_TERMINATE; /* consumed: nothing at the end */
-		qp->rx_msn[IW_QN_READ_REQ]++;
-		wake_tx(qp);
-		return 0;
-	}
 	if (qp->irq_cnt >= qp->conn.ird || qp->irq_cnt >= qp->irq_size)
 		return IW_TERM_DDP_U_MSN_RANGE;
 	struct iw_irqe *e = &qp->in.irqe;
@@ -232,6 +204,39 @@ static uint16_t hdr_untagged_simple(struct iw_qp *qp, const struct iw_ddp_seg *s
 	return 0;
 }
 
+/* A P2P responder takes exactly the negotiated RTR first (RFC 6581): a
+ * zero-length message of that type, never handed to the application and
+ * consuming no receive. Anything else is TERMINATE LLP 0x07. A READ RTR is
+ * answered before anything else (emit_rtr_read_resp). */
+static uint16_t on_rtr(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	bool last = iw_ddp_last(&s->ddp);
+	bool ok = false;
+	if (qp->conn.rtr == IW_RTR_WRITE)
+		ok = op == IW_OP_WRITE && s->payload_len == 0 && last;
+	else if (qp->conn.rtr == IW_RTR_READ)
+		ok = op == IW_OP_READ_REQ && s->ddp.msn == qp->rx_msn[IW_QN_READ_REQ] &&
+		     s->rdmap.u.read_req.read_size == 0;
+	else if (qp->conn.rtr == IW_RTR_SEND)
+		ok = op == IW_OP_SEND && s->ddp.msn == qp->rx_msn[IW_QN_SEND] &&
+		     s->payload_len == 0 && last;
+	if (!ok)
+		return IW_TERM_LLP_NO_RTR;
+	if (op == IW_OP_READ_REQ) {
+		qp->rtr_read_resp = true;
+		qp->rtr_sink_stag = s->rdmap.u.read_req.sink_stag;
+		qp->rx_msn[IW_QN_READ_REQ]++;
+	} else if (op == IW_OP_SEND) {
+		qp->rx_msn[IW_QN_SEND]++;
+	}
+	qp->rtr_wait = false;
+	qp->events |= IW_QPE_ESTABLISHED;
+	qp->in.op = op;
+	qp->in.skip = true; /* consumed here: nothing to place or complete */
+	wake_tx(qp);
+	return 0;
+}
+
 static uint16_t on_hdr(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	unsigned op = iw_ddp_opcode(&s->ddp);
@@ -242,6 +247,8 @@ static uint16_t on_hdr(struct iw_qp *qp, const struct iw_ddp_seg *s)
 		qp->in.op = op;
 		return 0;
 	}
+	if (qp->rtr_wait)
+		return on_rtr(qp, s, op);
 	if (op_rfc7306(op) && !(qp->create_flags & IW_QP_CREATE_RFC7306))
 		return IW_TERM_RDMAP_OPCODE; /* as siw and Chelsio answer them */
 	if (!op_send(op))
@@ -286,7 +293,7 @@ static void on_payload(struct iw_qp *qp, const uint8_t *p, size_t n, uint32_t of
 
 static void end_read_resp(struct iw_qp *qp)
 {
-	if (qp->rtr_read_sent && qp->orq_cnt == 0) {
+	if (qp->rtr_read_sent) {
 		qp->rtr_read_sent = false;
 		return;
 	}
@@ -437,6 +444,25 @@ static bool rx_live(const struct iw_qp *qp)
 	return qp->connected && !qp->terminated && qp->state != IW_QPS_ERR;
 }
 
+/* Errors found in a DDP or RDMAP header that arrived whole: the header can
+ * be copied into the TERMINATE (RFC 5040 section 4.8) so the peer sees
+ * which segment failed. Framing errors (length, CRC, markers) copy nothing. */
+static bool header_error(enum iw_wire_err e)
+{
+	switch (e) {
+	case IW_WERR_DDP_T_VERSION:
+	case IW_WERR_DDP_U_VERSION:
+	case IW_WERR_DDP_QN:
+	case IW_WERR_RDMAP_VERSION:
+	case IW_WERR_RDMAP_OPCODE:
+	case IW_WERR_RDMAP_NOT_LAST:
+	case IW_WERR_RDMAP_ATOMIC_OP:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* A decoder error. A Terminate whose body our strict parser refuses (siw
  * writes M/D/R in other bit positions) is still the peer's TERMINATE. */
 static void decoder_error(struct iw_qp *qp, int rc)
@@ -449,7 +475,8 @@ static void decoder_error(struct iw_qp *qp, int rc)
 		return;
 	}
 	uint16_t t = rc == -EBADMSG ? IW_TERM_LLP_CRC : qp->frx.err_term;
-	iw_qp_terminate_locked(qp, t, NULL, iw_wire_err_str(qp->frx.err));
+	bool copy = rc == -EPROTO && header_error(qp->frx.err);
+	iw_qp_terminate_locked(qp, t, copy ? s : NULL, iw_wire_err_str(qp->frx.err));
 }
 
 static void handle(struct iw_qp *qp, const struct iw_rx_event *ev)

@@ -12,10 +12,15 @@
 #include "context.h"
 #include "qp.h"
 
+/* LLP errors and our own catastrophic errors are fatal; protection and
+ * tagged-buffer errors are access errors, except a bad DDP version, which
+ * is a malformed request like the other syntax errors. */
 static enum iw_event_type event_for(uint16_t term)
 {
-	if (IW_TERM_LAYER(term) == IW_LAYER_LLP)
+	if (IW_TERM_LAYER(term) == IW_LAYER_LLP || term == IW_TERM_RDMAP_CATASTROPHIC)
 		return IW_EVENT_QP_FATAL;
+	if (term == IW_TERM_DDP_T_VERSION)
+		return IW_EVENT_QP_REQ_ERR;
 	if (IW_TERM_ETYPE(term) == 1) /* protection / tagged buffer errors */
 		return IW_EVENT_QP_ACCESS_ERR;
 	return IW_EVENT_QP_REQ_ERR;

@@ -210,7 +210,9 @@ static int emit_irq(struct iw_qp *qp)
 		rc = emit_atomic_resp(qp, e);
 		last = true;
 	} else {
-		size_t n = hdr_tagged(h, IW_OP_READ_RESP, last, e->sink_stag, e->sink_to + e->sent);
+		/* A zero-length response never carries STag 0 (interop.md). */
+		uint32_t stag = e->sink_stag || e->len ? e->sink_stag : IW_RTR_STAG;
+		size_t n = hdr_tagged(h, IW_OP_READ_RESP, last, stag, e->sink_to + e->sent);
 		struct iovec pay = {.iov_base = e->src + e->sent, .iov_len = chunk};
 		rc = txq_fpdu(qp, h, n, &pay, chunk ? 1 : 0);
 	}
@@ -235,8 +237,12 @@ static bool is_read_like(enum iw_wr_opcode op)
 	       op == IW_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-/* Local operations execute when they reach the front, in order. */
-static void exec_local(struct iw_qp *qp, struct iw_swqe *w)
+/* Local operations execute when they reach the front, in order. One that
+ * fails completes with its error and, as any WR completing in error, takes
+ * the QP to ERR (verbs): the WRs behind it may depend on it, so they
+ * flush, and the peer is told with a local catastrophic error. Returns
+ * false then. */
+static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
 {
 	int rc;
 	if (w->opcode == IW_WR_LOCAL_INV)
@@ -244,9 +250,14 @@ static void exec_local(struct iw_qp *qp, struct iw_swqe *w)
 	else
 		rc = iw_mem_fastreg(&qp->context->mem, qp->pd, w->reg_mr, w->reg_key,
 				    w->reg_access, w->reg_iova, w->reg_len, w->reg_addr);
-	if (rc)
-		w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR;
 	w->tx_done = w->done = true;
+	if (!rc)
+		return true;
+	w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR;
+	w->vendor_err = IW_TERM_RDMAP_CATASTROPHIC;
+	iw_qp_terminate_locked(qp, IW_TERM_RDMAP_CATASTROPHIC, NULL,
+			       "a local work request failed");
+	return false;
 }
 
 static unsigned send_opcode(const struct iw_swqe *w)
@@ -364,10 +375,10 @@ static int emit_sq(struct iw_qp *qp)
 		if (is_read_like(w->opcode) && qp->orq_cnt >= qp->conn.ord)
 			return -EAGAIN;
 		if (w->opcode == IW_WR_LOCAL_INV || w->opcode == IW_WR_REG_MR) {
-			exec_local(qp, w);
+			bool ok = exec_local(qp, w);
 			qp->sq_next++;
 			iw_qp_complete_sq_locked(qp);
-			return 0;
+			return ok ? 0 : -EAGAIN;
 		}
 	}
 	if (is_read_like(w->opcode)) {
@@ -442,6 +453,11 @@ int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
 		for (int i = q->first; i < q->cnt && n < cap; i++)
 			iov[n++] = q->iov[i];
 	}
+	/* Building found nothing to send: an idle QP holds no queue. */
+	if (txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark) {
+		free(qp->txq);
+		qp->txq = NULL;
+	}
 	pthread_mutex_unlock(&qp->lock);
 	return rc < 0 ? rc : n;
 }
@@ -500,19 +516,26 @@ void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
 	pthread_mutex_unlock(&qp->lock);
 }
 
+void iw_qp_txq_discard_locked(struct iw_qp *qp)
+{
+	struct iw_txq *q = qp->txq;
+	if (!q)
+		return;
+	while (q->first_mark < q->num_mark)
+		iw_mem_put(q->mark[q->first_mark++].put);
+	free(q);
+	qp->txq = NULL;
+	/* A message cut short is not resumed: its WQE flushes. */
+	qp->tx_cur = IW_TX_NONE;
+}
+
 /* The connection is gone: queued octets will never be written. Drop their
  * references and flush. */
 void iw_qp_conn_lost(struct iw_qp *qp, bool graceful)
 {
 	(void)graceful;
 	pthread_mutex_lock(&qp->lock);
-	if (qp->txq) {
-		struct iw_txq *q = qp->txq;
-		while (q->first_mark < q->num_mark)
-			iw_mem_put(q->mark[q->first_mark++].put);
-		free(q);
-		qp->txq = NULL;
-	}
+	iw_qp_txq_discard_locked(qp);
 	qp->connected = false;
 	if (qp->state != IW_QPS_ERR)
 		iw_qp_set_error_locked(qp);

@@ -18,8 +18,10 @@ IW_EXPORT struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr
 		return NULL;
 	}
 	struct iw_srq *srq = calloc(1, sizeof(*srq));
-	if (!srq)
+	if (!srq) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	srq->ring = calloc(attr->attr.max_wr, sizeof(*srq->ring));
 	if (!srq->ring) {
 		free(srq);
@@ -63,6 +65,8 @@ IW_EXPORT int iw_destroy_srq(struct iw_srq *srq)
 	for (uint32_t i = 0; i < srq->count; i++)
 		iw_rwqe_release(&srq->ring[(srq->head + i) % srq->size]);
 	atomic_fetch_sub(&srq->pd->use, 1);
+	/* A queued SRQ_LIMIT_REACHED must not name a freed SRQ. */
+	iw_async_forget(srq->context, srq);
 	pthread_mutex_destroy(&srq->lock);
 	free(srq->ring);
 	free(srq);

@@ -449,8 +449,11 @@ START_TEST(threads_each_node_once)
 		ck_assert_int_eq(pthread_join(p[i], NULL), 0);
 	for (int i = 0; i < MT_CONSUMERS; i++)
 		ck_assert_int_eq(pthread_join(c[i], NULL), 0);
-	for (int i = 0; i < MT_PRODUCERS * MT_PER; i++)
-		ck_assert_int_eq(atomic_load(&m->seen[i]), 1);
+	for (int i = 0; i < MT_PRODUCERS * MT_PER; i++) {
+		int seen = atomic_load(&m->seen[i]);
+
+		ck_assert_int_eq(seen, 1);
+	}
 	ck_assert_uint_eq(m->q.len, 0);
 	ck_assert(!readable(m->q.fd));
 	iw_evq_cleanup(&m->q);

@@ -1382,8 +1382,11 @@ START_TEST(wrong_state_calls)
 	ck_assert_int_eq(iw_mpa_hs_accept(NULL, 1, 1, NULL, 0), -EINVAL);
 	ck_assert_int_eq(iw_mpa_hs_reject(NULL, NULL, 0), -EINVAL);
 	/* the Request in; then accept twice; reject after accept */
-	ck_assert_int_eq(feed_hex(&hs2, "50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 50 02 00 04 80 01 c0 01",
+	/* ...and the rest of "MPA ID Req Frame" after that "M". */
+	ck_assert_int_eq(feed_hex(&hs2, "50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 "
+					"50 02 00 04 80 01 c0 01",
 				  &sg, &used), IW_HS_EV_REQUEST);
+	ck_assert_uint_eq(used, 23);
 	ck_assert_int_eq(iw_mpa_hs_accept(&hs2, 1, 1, NULL, 5), -EINVAL);
 	ck_assert_int_eq(iw_mpa_hs_accept(&hs2, 1, 1, NULL, 0), 0);
 	ck_assert_int_eq(iw_mpa_hs_accept(&hs2, 1, 1, NULL, 0), -EINVAL);

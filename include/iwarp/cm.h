@@ -8,11 +8,26 @@
  * defined: the real librdmacm can be linked beside us.
  *
  * Errors: as in verbs.h, pointer calls return NULL and set errno, int calls
- * return 0 or a positive errno. Every destroy accepts NULL.
+ * return 0 or a positive errno. Every destroy accepts NULL. The outcome of
+ * a connection attempt is an event, not a return value.
  *
  * Threads: every call may be made from any thread; events are delivered
  * through the channel's fd and never by callback, so no libiwarp lock is
- * ever held while application code runs.
+ * ever held while application code runs. Every state change of an id
+ * happens on the context's loop thread: a call made on that thread runs
+ * inline, a call from another thread is queued to the loop and waited for.
+ * So with an application event_base the loop must be running (dispatched
+ * by another thread) whenever another thread makes a CM call, or that call
+ * never returns. Until a libiwarp callback has run, the loop thread is
+ * taken to be the thread that created the context. In convenience mode the
+ * loop always runs. (iw_cm_create_channel, iw_cm_destroy_channel,
+ * iw_cm_set_mpa_opts, iw_cm_get_event and iw_cm_ack_event do not go
+ * through the loop.)
+ *
+ * Lifetime: a channel outlives its ids, and ids keep the context alive
+ * (iw_context_free returns EBUSY while any exist). Each CONNECT_REQUEST
+ * brings a new id that the application owns from then on: accept, reject
+ * or destroy it, and destroy it in the end.
  */
 #ifndef IWARP_CM_H
 #define IWARP_CM_H
@@ -35,9 +50,30 @@ struct iw_cm_channel {
 	int fd;
 };
 
-/* Create a channel on ctx. NULL with errno ENOMEM or EMFILE. */
+/*
+ * Create a CM event channel on ctx. Its fd (read-only field, owned by the
+ * channel) is readable while an event is queued. The fd is blocking, so
+ * iw_cm_get_event waits; set O_NONBLOCK on it to get EAGAIN instead.
+ *
+ * Returns: the channel, or NULL with errno set.
+ * Errors:
+ *   EINVAL  ctx is NULL or has no event loop.
+ *   ENOMEM  Out of memory.
+ *   EMFILE  No file descriptor for the channel (ENFILE: the system-wide
+ *           limit).
+ */
 struct iw_cm_channel *iw_cm_create_channel(struct iw_context *ctx);
-/* EBUSY while ids still use it. */
+/*
+ * Destroy a channel: events still queued are freed and the fd is closed.
+ * Nothing changes while ids use it, and an id exists for every incoming
+ * TCP connection from the moment it is accepted: after its listener is
+ * destroyed, a connection whose MPA Request is pending still raises
+ * CONNECT_REQUEST, or is dropped within the MPA timeout.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   Ids still use the channel.
+ */
 int iw_cm_destroy_channel(struct iw_cm_channel *ch);
 
 enum iw_cm_event_type {
@@ -50,6 +86,12 @@ enum iw_cm_event_type {
 	IW_CM_EVENT_DISCONNECTED,        /* the connection is closed; the QP is in ERR */
 	IW_CM_EVENT_TIMEWAIT_EXIT,       /* reserved (rdma_cm shape; never raised) */
 };
+/*
+ * Name a CM event type, e.g. "ESTABLISHED".
+ * Thread safe.
+ *
+ * Returns: a static string ("unknown" for a value outside the enum).
+ */
 const char *iw_cm_event_str(enum iw_cm_event_type ev);
 
 /* MPA negotiation knobs. Defaults (iw_mpa_opts_default) follow
@@ -72,6 +114,12 @@ struct iw_mpa_opts {
 	uint32_t timeout_ms;  /* MPA exchange deadline after TCP connects */
 	bool peer_siw_term;   /* decode the peer's TERMINATE with siw's bit layout */
 };
+/*
+ * Fill *opts with the default MPA options (see struct iw_mpa_opts): rev 2,
+ * enhanced, peer-to-peer, offer WRITE|READ RTR, accept WRITE then READ,
+ * CRC on, markers not requested but accepted, pd_cap 512, 10 s timeout.
+ * A NULL opts is ignored. Every new id starts with these options.
+ */
 void iw_mpa_opts_default(struct iw_mpa_opts *opts);
 
 /* Connection parameters, as rdma_conn_param. */
@@ -82,7 +130,7 @@ struct iw_conn_param {
 	uint8_t responder_resources; /* IRD: Read Requests we serve at once */
 	uint8_t initiator_depth;     /* ORD: Read Requests we keep outstanding */
 	uint32_t connect_timeout_ms; /* TCP connect deadline (0: 10 s) */
-	const struct iw_mpa_opts *mpa; /* NULL: the id's options */
+	const struct iw_mpa_opts *mpa; /* connect: replaces the id's options (NULL: keep); accept: unused */
 };
 
 /* What a CONNECT_REQUEST, ESTABLISHED or REJECTED event carries. The
@@ -90,10 +138,13 @@ struct iw_conn_param {
 struct iw_cm_event {
 	enum iw_cm_event_type event;
 	struct iw_cm_id *id;
-	struct iw_cm_id *listen_id; /* CONNECT_REQUEST: the listening id */
+	struct iw_cm_id *listen_id; /* CONNECT_REQUEST: the listening id (not filled in: always NULL) */
 	int status;                 /* 0, or a positive errno for errors */
-	struct iw_conn_param param; /* the peer's private data and IRD/ORD */
-	/* The negotiated MPA parameters (ESTABLISHED and CONNECT_REQUEST). */
+	/* The peer's private data. IRD/ORD: CONNECT_REQUEST, the peer's
+	 * offer; ESTABLISHED, ours as negotiated. */
+	struct iw_conn_param param;
+	/* The negotiated MPA parameters (ESTABLISHED); for CONNECT_REQUEST
+	 * the Request's rev, C flag (crc) and M flag (markers_tx). */
 	uint8_t mpa_rev;
 	bool crc;
 	bool markers_rx, markers_tx;
@@ -112,47 +163,210 @@ struct iw_cm_id {
 	struct sockaddr_storage peer_addr;
 };
 
-/* Create an id on a channel. 0, or ENOMEM. */
+/*
+ * Create an id on a channel, stored in *out_id. Its events are queued on
+ * ch, its user_context is stored in id->user_context, and its MPA options
+ * start as iw_mpa_opts_default. The id belongs to the application until
+ * iw_cm_destroy_id. Runs on the loop thread (see the top of this file).
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  ch or out_id is NULL.
+ *   ENOMEM  Out of memory.
+ */
 int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id, void *user_context);
-/* Destroy an id: an open connection is reset (abortive close), its QP (if
- * created with iw_cm_create_qp) is destroyed, and events for it that were not
- * yet read are dropped. EBUSY while one of its events is not acked. */
+/*
+ * Destroy an id: an open connection is reset (abortive close, no
+ * DISCONNECTED event), a listening socket is closed, its QP (created with
+ * iw_cm_create_qp) is destroyed, flushing outstanding WRs to their CQs,
+ * and events for it that were not yet read are dropped. Ids of incoming
+ * connections are independent of their listener. Nothing changes while
+ * one of the id's events taken with iw_cm_get_event is not acked. Runs on
+ * the loop thread.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   An event of this id has not been acked (iw_cm_ack_event).
+ */
 int iw_cm_destroy_id(struct iw_cm_id *id);
-/* Set the options used by this id's next connect/accept (copied). */
+/*
+ * Set the MPA options (copied) this id uses from its next iw_cm_connect,
+ * or, on a listening id, for the connections TCP accepts from now on: an
+ * incoming connection's id copies its listener's options when it is
+ * accepted, and those drive its Reply; changing them on that id later has
+ * no effect on the negotiation. Only rev and pd_cap are checked here; the
+ * rest is checked when the Request or Reply is built. Not synchronised
+ * with the loop: call it before iw_cm_connect or iw_cm_listen.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id or opts is NULL, rev is not 1 or 2, or pd_cap is above 512.
+ */
 int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
 
-/* Bind to a local address (port 0: the kernel picks; read local_addr).
- * EADDRINUSE, EADDRNOTAVAIL, EINVAL (already bound). */
+/*
+ * Record the local address (AF_INET or AF_INET6, copied) for the id's
+ * next iw_cm_listen or iw_cm_connect. The socket is bound by that call, so
+ * address errors (EADDRINUSE, EADDRNOTAVAIL, EACCES) are reported there;
+ * local_addr shows the kernel's port for port 0 once iw_cm_listen
+ * succeeds or a connection is up. Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id or addr is NULL, the family is neither AF_INET nor
+ *           AF_INET6, or the id is already bound or not idle.
+ */
 int iw_cm_bind_addr(struct iw_cm_id *id, const struct sockaddr *addr);
-/* Listen for connections; each arriving MPA Request raises CONNECT_REQUEST
- * with a new id. backlog <= 0 means SOMAXCONN. */
+/*
+ * Listen on the bound address (SO_REUSEADDR; backlog <= 0 means
+ * SOMAXCONN). Each TCP connection accepted gets a new id on the same
+ * channel, with the listener's user_context and MPA options; when its MPA
+ * Request arrives (within the options' timeout_ms, else it is dropped
+ * silently, as is a malformed Request), CONNECT_REQUEST is raised with
+ * event->id the new id. Then iw_cm_create_qp, post receives, and
+ * iw_cm_accept or iw_cm_reject it. Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id is NULL, not bound (iw_cm_bind_addr), or not idle.
+ *   ENOMEM  Out of memory.
+ *   Other   The errno of socket(2), bind(2) or listen(2): EADDRINUSE,
+ *           EADDRNOTAVAIL, EACCES, EMFILE, ENFILE, ...
+ */
 int iw_cm_listen(struct iw_cm_id *id, int backlog);
 
-/* Create the id's QP (RC) on pd; it is moved through INIT/RTR/RTS by the
- * connection manager. EINVAL, ENOMEM, EEXIST (the id has one). */
+/*
+ * Create the id's QP (RC) on pd with iw_create_qp's rules, move it to
+ * INIT and attach it (id->qp). From then on the connection manager moves
+ * it to RTS when the MPA exchange completes and to ERR when the connection
+ * ends. The QP belongs to the id: iw_cm_destroy_qp or iw_cm_destroy_id
+ * destroy it (iw_destroy_qp returns EBUSY). Post receives before
+ * connecting or accepting. Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id, pd or attr is NULL, or iw_create_qp refuses attr.
+ *   ENOMEM  Out of memory.
+ *   EEXIST  The id already has a QP.
+ */
 int iw_cm_create_qp(struct iw_cm_id *id, struct iw_pd *pd, struct iw_qp_init_attr *attr);
+/*
+ * Destroy the id's QP: the connection, if any, is reset (abortive close,
+ * no event) and the id cannot connect again; outstanding WRs are flushed
+ * to their CQs. Nothing happens for a NULL id or an id without a QP. Runs
+ * on the loop thread.
+ */
 void iw_cm_destroy_qp(struct iw_cm_id *id);
 
-/* Start connecting to dst (nonblocking): TCP connect, then the MPA Request.
- * The outcome is ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_ERROR. The id
- * needs a QP. EINVAL (no QP, bad parameters), EISCONN. */
+/*
+ * Start connecting to dst (nonblocking): TCP connect (from the bound
+ * address, if any), then the MPA Request. The id needs a QP; post receives
+ * first. dst and param, private data included, are copied. Without param:
+ * IRD = ORD = 1, 10 s TCP deadline, the id's MPA options. With param:
+ * IRD = responder_resources, ORD = initiator_depth, connect_timeout_ms
+ * (0: 10 s), and mpa, if set, replaces the id's options.
+ *
+ * The outcome is one event: ESTABLISHED (the Reply's private data,
+ * negotiated values); REJECTED (status ECONNREFUSED, the peer's private
+ * data); UNREACHABLE (status: the connect(2) error, such as ECONNREFUSED or
+ * ENETUNREACH, or ETIMEDOUT after the TCP deadline); CONNECT_ERROR (status
+ * ETIMEDOUT after the MPA timeout, ECONNRESET when the peer closes,
+ * EPROTO for a bad or incompatible Reply with wire_err set, or EINVAL or
+ * EMSGSIZE when the Request cannot be built: options out of range, or
+ * private data above pd_cap with the 4-octet RFC 6581 block counted). An
+ * id connects once: after a failure, destroy it and create another. Runs on
+ * the loop thread.
+ *
+ * Returns: 0 (the attempt started), or a positive errno.
+ * Errors:
+ *   EINVAL  id or dst is NULL, dst is neither AF_INET nor AF_INET6, the id
+ *           has no QP, private_data_len is above 512 or private_data is
+ *           NULL with a length, or param->mpa has a rev other than 1 or 2.
+ *   EISCONN The id is not idle: connecting, connected, closed, or
+ *           listening.
+ *   ENOMEM  Out of memory.
+ *   Other   The errno of socket(2), or of bind(2) for a bound id
+ *           (EADDRINUSE, EADDRNOTAVAIL, EACCES, EMFILE, ...).
+ */
 int iw_cm_connect(struct iw_cm_id *id, const struct sockaddr *dst,
 		  const struct iw_conn_param *param);
-/* Accept a CONNECT_REQUEST: send the MPA Reply; ESTABLISHED follows once
- * the RTR (if any) has arrived. The id needs a QP. */
+/*
+ * Accept a CONNECT_REQUEST on its id (event->id), which needs a QP: send
+ * the MPA Reply with param's private data (copied) and IRD/ORD
+ * (responder_resources, initiator_depth; 1 and 1 without param). The
+ * negotiation follows the options the id copied from its listener;
+ * param->mpa and connect_timeout_ms are not used. ESTABLISHED follows once
+ * the Reply is written, or with peer-to-peer mode once the initiator's RTR
+ * has arrived. If the Request cannot be satisfied (no common RTR, markers
+ * refused), a Reject goes out instead and CONNECT_ERROR (status
+ * ECONNREFUSED) follows; the call still returns 0. Runs on the loop
+ * thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id is NULL, has no QP, or is not waiting for an answer to its
+ *           CONNECT_REQUEST; private_data_len is above 512 or
+ *           private_data is NULL with a length; param->mpa has a rev
+ *           other than 1 or 2.
+ *   EMSGSIZE The private data does not fit pd_cap (with the 4-octet RFC
+ *           6581 block when the Reply carries one); a smaller one may be
+ *           tried.
+ */
 int iw_cm_accept(struct iw_cm_id *id, const struct iw_conn_param *param);
-/* Reject a CONNECT_REQUEST: an MPA Reply with R set carrying private_data,
- * then close. */
+/*
+ * Reject a CONNECT_REQUEST on its id: an MPA Reply with R set carrying
+ * private_data (copied), then close. The initiator sees REJECTED; this
+ * side gets no event. Destroy the id afterwards. Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id is NULL, private_data_len is above 512 or private_data is
+ *           NULL with a length, or the id is not waiting for an answer to
+ *           its CONNECT_REQUEST.
+ *   EMSGSIZE The private data does not fit pd_cap (RFC 6581 block
+ *           included).
+ */
 int iw_cm_reject(struct iw_cm_id *id, const void *private_data, uint16_t private_data_len);
-/* Graceful close: FPDUs already handed to the send path are written, then
- * FIN; the QP goes to ERR and every WR not completed is flushed in order.
- * DISCONNECTED follows. ENOTCONN if not connected. */
+/*
+ * Graceful close: the QP goes to ERR and every WR not completed is flushed
+ * in order (IW_WC_WR_FLUSH_ERR); FPDUs already handed to the send path are
+ * written, then FIN. DISCONNECTED follows when the peer closes too, or
+ * after 3 s with a reset. Calling it on an id that is already closing or
+ * closed does nothing and returns 0. Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id is NULL.
+ *   ENOTCONN The id has no QP, or its connection has not finished the MPA
+ *           exchange (idle, listening, connecting, awaiting accept).
+ */
 int iw_cm_disconnect(struct iw_cm_id *id);
 
-/* Take the next event (never blocks unless the fd is blocking and nothing
- * is queued: then it waits). EAGAIN when none is queued on a nonblocking
- * fd. Every event must be acked. */
+/*
+ * Take the next event from the channel, in the order things happened.
+ * Waits in read(2) while none is queued unless the fd is nonblocking. The
+ * event belongs to the library: read it, then give it back with
+ * iw_cm_ack_event; until then its id cannot be destroyed. Any thread.
+ * Events: CONNECT_REQUEST (listener side, on a new id), ESTABLISHED,
+ * REJECTED, UNREACHABLE, CONNECT_ERROR, DISCONNECTED (status 0; the QP is
+ * in ERR). CONNECT_RESPONSE and TIMEWAIT_EXIT are never raised.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  ch or out_event is NULL.
+ *   EAGAIN  The fd is nonblocking and no event is queued.
+ *   EINTR   A signal interrupted the wait (other read(2) errors of the fd
+ *           are returned as they are).
+ */
 int iw_cm_get_event(struct iw_cm_channel *ch, struct iw_cm_event **out_event);
+/*
+ * Give back an event from iw_cm_get_event and free it: its private data
+ * pointer is invalid from then on. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  event is NULL.
+ */
 int iw_cm_ack_event(struct iw_cm_event *event);
 
 #ifdef __cplusplus

@@ -5,14 +5,36 @@
  * libibverbs so that code written for it ports by renaming ibv_ to iw_.
  * No ibv_ symbol is defined: the real libibverbs can be linked beside us.
  *
-
  * Errors (one conversion point, as in libibverbs): calls that return a
  * pointer return NULL and set errno; calls that return int return 0 or a
- * positive errno value. Every free/destroy accepts NULL.
+ * positive errno value. The exception is iw_poll_cq, which returns a count
+ * or a negative errno. Every free/destroy accepts NULL (and returns 0).
  *
- * Threads: iw_post_send, iw_post_recv, iw_post_srq_recv, iw_poll_cq and
- * iw_req_notify_cq may be called from any thread. Creation and destruction
- * of objects must not race with use of the same object.
+ * Ownership: every object is created on a parent (context -> PD -> MR, QP,
+ * SRQ; context -> completion channel -> CQ) and the parent must outlive it:
+ * destroying a parent that still has children fails with EBUSY (PD, CQ,
+ * channel, SRQ), except iw_context_free, which only checks for CM ids.
+ * Structures the application passes in (attributes, work requests, SGE
+ * lists) are copied; memory that data moves through (registered regions)
+ * is never copied and must stay valid while the library may use it.
+ *
+ * Event loop: a context runs on a libevent loop. iw_context_new takes the
+ * application's event_base (attr->base); libiwarp adds its events to it and
+ * the application dispatches it. With attr->base NULL (convenience mode)
+ * the context creates its own base and runs it on a thread of its own,
+ * joined by iw_context_free. Data only moves (receives, completions,
+ * connection setup) while the loop runs. libiwarp touches libevent only on
+ * the loop thread, so the base needs no libevent thread support.
+ *
+ * Threads: iw_post_send, iw_post_recv, iw_post_srq_recv, iw_poll_cq,
+ * iw_req_notify_cq, iw_get_cq_event, iw_ack_cq_events, iw_get_async_event,
+ * iw_reg_mr and iw_dereg_mr may be called from any thread. Posting writes
+ * to the socket from the calling thread when it can (never blocking) and
+ * leaves the rest to the loop. No libiwarp lock is held while application
+ * code runs: completions and events are delivered through queues with an
+ * fd, never by callback. Creation and destruction of an object must not
+ * race with use of the same object. The connection manager (cm.h) hands
+ * its calls to the loop thread: see there.
  */
 #ifndef IWARP_VERBS_H
 #define IWARP_VERBS_H
@@ -49,22 +71,64 @@ struct iw_context_attr {
 	const char *pcap_path;
 };
 
+/*
+ * Create a context: the STag table, the asynchronous event queue and the
+ * event loop everything else runs on.
+ *
+ * attr may be NULL (own loop thread, no trace). attr is only read during
+ * the call. With attr->base set, libiwarp adds an event to that base now:
+ * call this on the thread that runs the loop, or before the loop runs. The
+ * base is the application's: it must outlive the context and keep being
+ * dispatched (CM calls from other threads wait for it). With attr->base
+ * NULL the context starts its own loop thread. pcap_path (with
+ * IW_CONTEXT_ATTR_PCAP in comp_mask, else $IWARP_PCAP) is copied; this
+ * version records it but writes no trace.
+ *
+ * Returns: the context, or NULL with errno set.
+ * Errors:
+ *   ENOMEM  Out of memory, or the event base could not be created.
+ *   EMFILE  No file descriptor for the event queue or the loop's wake-up
+ *           eventfd (ENFILE: the system-wide limit).
+ *   EAGAIN  The loop thread could not be started (pthread_create).
+ */
 struct iw_context *iw_context_new(const struct iw_context_attr *attr);
+/*
+ * Free a context. A context with CM ids still alive is left untouched
+ * (EBUSY); nothing else is checked: destroy every PD, MR, CQ, QP, SRQ and
+ * channel first. MRs still registered are freed with the context (their
+ * struct iw_mr becomes invalid) and queued asynchronous events are dropped.
+ * In convenience mode the loop thread is stopped and joined. With an
+ * application base, the context's event is removed from the base (call
+ * this on the loop thread or while the loop is not running); the base
+ * itself is not freed.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   CM ids (iw_cm_create_id, or made for incoming connections)
+ *           still exist on the context.
+ */
 int iw_context_free(struct iw_context *ctx);
 
 /* Asynchronous events: QP fatal/terminate, CQ overflow, SRQ limit. The fd
  * becomes readable when an event is queued; iw_get_async_event never
- * blocks (EAGAIN when none is queued). */
+ * blocks (EAGAIN when none is queued). A QP moved to ERR by the
+ * application, or whose connection closes, raises no event. */
 enum iw_event_type {
 	IW_EVENT_CQ_ERR = 1,         /* CQ overflow: completions were lost */
-	IW_EVENT_QP_FATAL,           /* QP went to ERR (local cause) */
+	IW_EVENT_QP_FATAL,           /* LLP (MPA) error from the peer: CRC, markers, RTR; we sent TERMINATE */
 	IW_EVENT_QP_REQ_ERR,         /* peer's request violated the protocol: we sent TERMINATE */
 	IW_EVENT_QP_ACCESS_ERR,      /* remote access error: we sent TERMINATE */
 	IW_EVENT_QP_TERMINATE,       /* peer sent TERMINATE: see term */
-	IW_EVENT_QP_LAST_WQE_REACHED,
+	IW_EVENT_QP_LAST_WQE_REACHED, /* reserved (verbs shape; never raised) */
 	IW_EVENT_SRQ_LIMIT_REACHED,
-	IW_EVENT_SQ_DRAINED,
+	IW_EVENT_SQ_DRAINED,         /* reserved (verbs shape; never raised) */
 };
+/*
+ * Name an asynchronous event type, e.g. "QP terminated by peer".
+ * Thread safe.
+ *
+ * Returns: a static string ("unknown" for a value outside the enum).
+ */
 const char *iw_event_type_str(enum iw_event_type t);
 
 struct iw_async_event {
@@ -80,14 +144,65 @@ struct iw_async_event {
 	bool term_from_peer;
 };
 
+/*
+ * The file descriptor of the context's asynchronous event queue: readable
+ * while at least one event is queued (an eventfd in semaphore mode). Wait
+ * on it with poll(2), epoll or libevent; do not read or close it. It lives
+ * until iw_context_free. Its O_NONBLOCK flag does not matter:
+ * iw_get_async_event never blocks.
+ *
+ * Returns: the fd, or -1 if ctx is NULL (errno is not set).
+ */
 int iw_context_async_fd(struct iw_context *ctx);
+/*
+ * Take the oldest queued asynchronous event, copied into *event. Never
+ * blocks. Raised: IW_EVENT_CQ_ERR (element.cq), IW_EVENT_QP_FATAL,
+ * IW_EVENT_QP_REQ_ERR and IW_EVENT_QP_ACCESS_ERR (element.qp; term is the
+ * TERMINATE we sent), IW_EVENT_QP_TERMINATE (element.qp; term is the
+ * peer's, term_from_peer set) and IW_EVENT_SRQ_LIMIT_REACHED (element.srq).
+ *
+ * The copy owns nothing, and the object it names is not pinned: do not
+ * destroy that object while still using the event. iw_destroy_cq drops
+ * queued events that name the CQ; iw_destroy_qp and iw_destroy_srq do not,
+ * so drain the queue before destroying a QP or SRQ that may have raised
+ * one. An event that cannot be allocated when it is raised is lost. Any
+ * thread may call this.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EAGAIN  No event is queued.
+ *   EINVAL  ctx or event is NULL.
+ */
 int iw_get_async_event(struct iw_context *ctx, struct iw_async_event *event);
+/*
+ * Acknowledge an asynchronous event. A no-op kept so that libibverbs code
+ * ports unchanged: iw_get_async_event already hands the event over as a
+ * copy, and nothing waits for the acknowledgement.
+ */
 void iw_ack_async_event(struct iw_async_event *event);
 
 /* ============================================================ memory */
 
+/*
+ * Allocate a protection domain on ctx. MRs, QPs and SRQs are created on a
+ * PD; a peer's access through an STag succeeds only on a QP of the MR's PD.
+ * The PD must outlive them, and be freed (iw_dealloc_pd) before ctx.
+ *
+ * Returns: the PD, or NULL with errno set.
+ * Errors:
+ *   EINVAL  ctx is NULL.
+ *   ENOMEM  Out of memory.
+ */
 struct iw_pd *iw_alloc_pd(struct iw_context *ctx);
-int iw_dealloc_pd(struct iw_pd *pd); /* EBUSY while MRs, QPs or SRQs use it */
+/*
+ * Free a protection domain. Nothing changes while MRs (iw_reg_mr and
+ * iw_alloc_mr), QPs or SRQs created on it still exist.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   MRs, QPs or SRQs still use the PD.
+ */
+int iw_dealloc_pd(struct iw_pd *pd);
 
 enum iw_access_flags {
 	IW_ACCESS_LOCAL_WRITE = 1 << 0,
@@ -108,13 +223,62 @@ struct iw_mr {
 	uint32_t rkey;
 };
 
+/*
+ * Register length octets at addr on pd with the IW_ACCESS_* rights in
+ * access. The memory is not copied: the library reads and writes it in
+ * place (sends gather from it, receives, RDMA Writes and Read Responses
+ * land in it), so it must stay valid until iw_dereg_mr returns 0. Peers
+ * address it by rkey and the virtual address: the tagged offset of
+ * addr[i] is (uintptr_t)addr + i. lkey == rkey == the STag.
+ *
+ * access 0 allows local reads only (a Send or Write source). Receives and
+ * atomic results need IW_ACCESS_LOCAL_WRITE; the sink of an RDMA Read is
+ * written by the peer's tagged Read Response and needs
+ * IW_ACCESS_REMOTE_WRITE (an iWARP rule). The returned struct belongs to
+ * the library: read its fields, free it with iw_dereg_mr. Any thread.
+ *
+ * Returns: the MR, or NULL with errno set.
+ * Errors:
+ *   EINVAL  pd or addr is NULL, length is 0, the range wraps the address
+ *           space, access has unknown bits, or IW_ACCESS_REMOTE_WRITE or
+ *           IW_ACCESS_REMOTE_ATOMIC is set without IW_ACCESS_LOCAL_WRITE.
+ *   ENOMEM  Out of memory, or all 2^24 - 1 STag indices are in use.
+ */
 struct iw_mr *iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, int access);
-/* EBUSY while a posted WR or an in-flight inbound placement references it;
- * the STag is invalid to the peer from the moment this returns 0. */
+/*
+ * Deregister and free an MR (made by iw_reg_mr or iw_alloc_mr). The STag
+ * is invalid to the peer from the moment this returns 0; the memory itself
+ * is left alone. Refused while a posted WR that has not completed, or an
+ * inbound placement in progress, references the MR: retry after the
+ * completions. Any thread.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   A work request or an inbound placement still uses the MR.
+ *   EINVAL  mr is not a registration of its context's STag table.
+ */
 int iw_dereg_mr(struct iw_mr *mr);
-/* An MR for fast registration (IW_WR_REG_MR): invalid until registered. */
+/*
+ * Allocate an MR for fast registration: it gets an STag (lkey == rkey) but
+ * stays invalid, with no buffer and no rights, until an IW_WR_REG_MR work
+ * request registers it (reg.mr, reg.key, reg.access, reg.iova, reg.length,
+ * reg.addr: one contiguous buffer). IW_WR_LOCAL_INV, or a peer's Send with
+ * Invalidate when the MR grants a remote right, makes it invalid again;
+ * re-register it with a new key (iw_inc_rkey). max_num_sg must be non-zero
+ * and is otherwise unused. Free it with iw_dereg_mr.
+ *
+ * Returns: the MR, or NULL with errno set.
+ * Errors:
+ *   EINVAL  pd is NULL or max_num_sg is 0.
+ *   ENOMEM  Out of memory, or all 2^24 - 1 STag indices are in use.
+ */
 struct iw_mr *iw_alloc_mr(struct iw_pd *pd, uint32_t max_num_sg);
-/* The next key for a fast-registration MR's STag, as ibv_inc_rkey. */
+/*
+ * The next key for a fast-registration MR's STag, as ibv_inc_rkey: the low
+ * 8 bits (the key) are incremented modulo 256, the 24-bit index is kept.
+ *
+ * Returns: the new STag.
+ */
 static inline uint32_t iw_inc_rkey(uint32_t rkey)
 {
 	return (rkey & 0xFFFFFF00u) | ((rkey + 1) & 0xFF);
@@ -134,16 +298,96 @@ struct iw_comp_channel {
 	int refcnt;
 };
 
+/*
+ * Create a completion channel on ctx. Its fd is readable while an event of
+ * an armed CQ created on it is queued. The fd is blocking, so that
+ * iw_get_cq_event waits; set O_NONBLOCK on it to have iw_get_cq_event
+ * return EAGAIN instead. The fd belongs to the channel (do not close it);
+ * the struct's fields are read-only.
+ *
+ * Returns: the channel, or NULL with errno set.
+ * Errors:
+ *   EINVAL  ctx is NULL.
+ *   ENOMEM  Out of memory.
+ *   EMFILE  No file descriptor for the channel (ENFILE: the system-wide
+ *           limit).
+ */
 struct iw_comp_channel *iw_create_comp_channel(struct iw_context *ctx);
-int iw_destroy_comp_channel(struct iw_comp_channel *channel); /* EBUSY while CQs use it */
+/*
+ * Destroy a completion channel and close its fd. Nothing changes while
+ * CQs created on it still exist.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   CQs still use the channel.
+ */
+int iw_destroy_comp_channel(struct iw_comp_channel *channel);
 
+/*
+ * Create a completion queue of exactly cqe entries on ctx. cq_context is
+ * handed back by iw_get_cq_event. channel (may be NULL: poll only) must
+ * belong to ctx and outlive the CQ. comp_vector is ignored: one loop
+ * delivers every completion.
+ *
+ * Size the CQ for every completion that can be outstanding on it (flushes
+ * included): a completion that finds the CQ full is lost, counted, and
+ * IW_EVENT_CQ_ERR is raised once per overflow episode.
+ *
+ * Returns: the CQ, or NULL with errno set.
+ * Errors:
+ *   EINVAL  ctx is NULL, cqe is below 1 or above 4194304 (2^22), or
+ *           channel belongs to another context.
+ *   ENOMEM  Out of memory.
+ */
 struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_context,
 			   struct iw_comp_channel *channel, int comp_vector);
-int iw_destroy_cq(struct iw_cq *cq); /* EBUSY while QPs use it */
-/* Arm for the next completion (or the next solicited one). */
+/*
+ * Destroy a CQ. Completions still in it are discarded, a channel event
+ * still queued for it is dropped, and so are queued asynchronous events
+ * naming it. Nothing changes while a QP uses it or while events obtained
+ * from iw_get_cq_event are not yet acknowledged (iw_ack_cq_events).
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   QPs use the CQ, or channel events for it are not all acked.
+ */
+int iw_destroy_cq(struct iw_cq *cq);
+/*
+ * Arm the CQ, once, for the next completion (solicited_only 0), or for the
+ * next completion of a message that carried SE or of any error
+ * (solicited_only non-zero). A completion added while armed queues the
+ * CQ's event on its channel and disarms it. Completions already in the CQ
+ * do not fire it: arm, poll until empty, then wait. A pending arming for
+ * any completion is not narrowed by a later solicited-only call. Any
+ * thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  cq is NULL.
+ */
 int iw_req_notify_cq(struct iw_cq *cq, int solicited_only);
-/* Wait for an event on the channel (blocks unless its fd is nonblocking). */
+/*
+ * Take the next CQ event from the channel: *cq is the CQ that fired and
+ * *cq_context (if cq_context is not NULL) its cq_context. Waits in read(2)
+ * while none is queued, unless the channel's fd is nonblocking. Several
+ * firings of one CQ before its event is read make one event. Every event
+ * taken must be acknowledged (iw_ack_cq_events) before the CQ can be
+ * destroyed; re-arm (iw_req_notify_cq) to get the next one. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  channel or cq is NULL.
+ *   EAGAIN  The fd is nonblocking and no event is queued.
+ *   EINTR   A signal interrupted the wait (other read(2) errors of the
+ *           fd are returned as they are).
+ */
 int iw_get_cq_event(struct iw_comp_channel *channel, struct iw_cq **cq, void **cq_context);
+/*
+ * Acknowledge nevents events that iw_get_cq_event returned for cq.
+ * Acknowledgements are counted, not matched: acknowledge exactly as many
+ * as were taken (more keeps iw_destroy_cq failing with EBUSY). A NULL cq,
+ * a CQ without a channel and nevents 0 are ignored. Any thread.
+ */
 void iw_ack_cq_events(struct iw_cq *cq, unsigned int nevents);
 
 enum iw_wc_status {
@@ -169,6 +413,12 @@ enum iw_wc_status {
 	IW_WC_RESP_TIMEOUT_ERR,
 	IW_WC_GENERAL_ERR,
 };
+/*
+ * Name a work completion status, e.g. "work request flushed error".
+ * Thread safe.
+ *
+ * Returns: a static string ("unknown" for a value outside the enum).
+ */
 const char *iw_wc_status_str(enum iw_wc_status status);
 
 enum iw_wc_opcode {
@@ -183,6 +433,12 @@ enum iw_wc_opcode {
 	IW_WC_RECV = 1 << 7,
 	IW_WC_RECV_RDMA_WITH_IMM,
 };
+/*
+ * Name a work completion opcode, e.g. "RDMA read".
+ * Thread safe.
+ *
+ * Returns: a static string ("unknown" for a value outside the enum).
+ */
 const char *iw_wc_opcode_str(enum iw_wc_opcode op);
 
 enum iw_wc_flags {
@@ -203,7 +459,20 @@ struct iw_wc {
 	unsigned int wc_flags;
 };
 
-/* Poll up to num completions; returns how many (>= 0) or -errno. */
+/*
+ * Poll the CQ: move up to num_entries of its oldest completions into
+ * wc[0..], oldest first. Each completion is handed out once. A send WR
+ * completes in posting order, successes only when signaled, errors always;
+ * status IW_WC_WR_FLUSH_ERR marks WRs flushed after the QP went to ERR,
+ * and vendor_err carries the TERMINATE triple behind an error, if any.
+ * Never blocks; any thread.
+ *
+ * Returns: the number of completions stored (0 when the CQ is empty), or
+ * a negative errno (unlike the other int calls).
+ * Errors:
+ *   EINVAL  cq is NULL, num_entries is negative, or num_entries is
+ *           positive and wc is NULL (returned as -EINVAL).
+ */
 int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc);
 
 /* ============================================================ QP, SRQ */
@@ -219,6 +488,12 @@ enum iw_qp_state {
 	IW_QPS_SQE,
 	IW_QPS_ERR,
 };
+/*
+ * Name a QP state: "RESET", "INIT", "RTR", "RTS", "SQD", "SQE" or "ERR".
+ * Thread safe.
+ *
+ * Returns: a static string ("unknown" for a value outside the enum).
+ */
 const char *iw_qp_state_str(enum iw_qp_state s);
 
 struct iw_qp_cap {
@@ -246,7 +521,37 @@ struct iw_qp_init_attr {
 	uint32_t create_flags;
 };
 
+/*
+ * Create a reliable-connected QP on pd, in state RESET. For a connection
+ * made by the CM use iw_cm_create_qp, which also moves the QP through its
+ * states. attr is copied (iw_query_qp returns the copy); attr->cap is not
+ * updated: the QP raises max_send_sge and max_recv_sge 0 to 1 and
+ * max_inline_data to at least 256, and iw_query_qp reports the result. The
+ * PD, both CQs and the SRQ (if any) must outlive the QP.
+ *
+ * Limits: max_send_wr 1..16384; max_recv_wr 1..16384 (ignored with an
+ * SRQ); max_send_sge and max_recv_sge at most 16; max_inline_data at most
+ * 1024.
+ *
+ * Returns: the QP, or NULL with errno set.
+ * Errors:
+ *   EINVAL  pd, attr, attr->send_cq or attr->recv_cq is NULL, qp_type is
+ *           not IW_QPT_RC, create_flags has bits other than
+ *           IW_QP_CREATE_RFC7306, or a cap is out of range.
+ *   ENOMEM  Out of memory.
+ */
 struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr);
+/*
+ * Destroy a QP made by iw_create_qp. Unless the QP is in RESET, every WR
+ * still outstanding first completes with IW_WC_WR_FLUSH_ERR on its CQ, in
+ * order, and drops its MR references. Queued asynchronous events naming
+ * the QP are not removed. A QP owned by a CM id is destroyed with
+ * iw_cm_destroy_qp or iw_cm_destroy_id instead.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   The QP belongs to a CM id (iw_cm_create_qp).
+ */
 int iw_destroy_qp(struct iw_qp *qp);
 
 enum iw_qp_attr_mask {
@@ -267,9 +572,50 @@ struct iw_qp_attr {
 	uint8_t max_dest_rd_atomic; /* IRD */
 };
 
+/*
+ * Modify the attributes of qp selected by attr_mask: IW_QP_STATE,
+ * IW_QP_CUR_STATE (must equal the current state), IW_QP_ACCESS_FLAGS
+ * (recorded and reported, not enforced), IW_QP_MAX_QP_RD_ATOMIC (ORD) and
+ * IW_QP_MAX_DEST_RD_ATOMIC (IRD), at most 128 each. ORD and IRD are
+ * reported by iw_query_qp while the QP is not connected; a connection uses
+ * the values of its struct iw_conn_param as negotiated by MPA.
+ *
+ * Transitions: any state to ERR or RESET; RESET to INIT; INIT to INIT or
+ * RTR; RTR to RTS; RTS to RTS or SQD; SQD to RTS or SQD; SQE to RTS. ERR
+ * flushes every outstanding WR (IW_WC_WR_FLUSH_ERR, in order) and, on a
+ * connected QP, lets the CM close the connection. RESET, allowed only
+ * without a connection, flushes and empties the queues. A QP driven by the
+ * CM needs no transitions; moving it to ERR is a way to fail it.
+ *
+ * The other attributes are applied before the state change is checked: a
+ * call that fails on the transition may have changed them.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  qp or attr is NULL, attr_mask has another bit (IW_QP_CAP
+ *           included), the current state differs from cur_qp_state, ORD
+ *           or IRD is above 128, or the transition is not allowed.
+ *   EBUSY   RESET was asked while the QP is connected.
+ */
 int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask);
+/*
+ * Report the QP's attributes in *attr (attr_mask is ignored: everything is
+ * filled) and, if init_attr is not NULL, the copy of its creation
+ * attributes with the capabilities in effect. max_rd_atomic and
+ * max_dest_rd_atomic are the negotiated ORD and IRD while connected.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  qp or attr is NULL.
+ */
 int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask,
 		struct iw_qp_init_attr *init_attr);
+/*
+ * The QP number (unique within the context, from 1), as found in the
+ * qp_num field of its completions.
+ *
+ * Returns: the number, or 0 if qp is NULL.
+ */
 uint32_t iw_qp_num(const struct iw_qp *qp);
 
 enum iw_wr_opcode {
@@ -333,7 +679,69 @@ struct iw_recv_wr {
 	int num_sge;
 };
 
+/*
+ * Post the list of send work requests wr (linked by next) to qp's send
+ * queue, in order. Posting stops at the first WR that fails: it is stored
+ * in *bad_wr (if bad_wr is not NULL); the WRs before it are posted. The WRs
+ * and their SGE lists are copied: they may be reused when this returns.
+ * The data is not copied, unless IW_SEND_INLINE: the buffers must stay
+ * valid and unchanged until the WR completes, and their MRs cannot be
+ * deregistered until then. IW_SEND_INLINE copies the data now, without
+ * looking at the lkeys (at most the QP's max_inline_data octets).
+ *
+ * The QP must be in RTS, SQD or ERR (a CM QP reaches RTS when the MPA
+ * exchange completes); in ERR the WRs complete with IW_WC_WR_FLUSH_ERR,
+ * behind those already flushed. A WR completes on the send CQ when it is done, in
+ * posting order: successes only with IW_SEND_SIGNALED or sq_sig_all,
+ * errors always. Per opcode:
+ *  - SEND, SEND_WITH_INV (invalidate_rkey), RDMA_WRITE (wr.rdma): at most
+ *    max_send_sge SGEs, any valid MR of the PD.
+ *  - RDMA_READ (wr.rdma): one SGE, in an MR with IW_ACCESS_REMOTE_WRITE;
+ *    not inline. At most ORD Reads and atomics are outstanding.
+ *  - *_WITH_IMM and ATOMIC_* (wr.atomic): only on a QP created with
+ *    IW_QP_CREATE_RFC7306. An atomic takes one 8-octet SGE in an MR with
+ *    IW_ACCESS_LOCAL_WRITE and an 8-aligned remote_addr; not inline.
+ *  - LOCAL_INV (invalidate_rkey) and REG_MR (reg) run when they reach the
+ *    head of the queue; failure completes them with IW_WC_LOC_QP_OP_ERR
+ *    (IW_WC_LOC_PROT_ERR: an MR of another PD).
+ *  - BIND_MW: memory windows are not implemented.
+ * Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  qp is NULL; the QP is not in RTS, SQD or ERR; num_sge is
+ *           negative, above 16 or above what the opcode allows, or
+ *           sg_list is NULL with num_sge > 0; an lkey is unknown, invalid
+ *           or of another PD; inline data exceeds max_inline_data; the
+ *           opcode is BIND_MW, unknown, or needs IW_QP_CREATE_RFC7306; a
+ *           Read or atomic breaks its rule above; REG_MR without reg.mr.
+ *   EACCES  An SGE's MR lacks the right the opcode needs.
+ *   EFAULT  An SGE is not inside its MR.
+ *   ENOMEM  The send queue is full (max_send_wr WRs not yet completed),
+ *           or no memory for inline data.
+ */
 int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr);
+/*
+ * Post the list of receive work requests wr (linked by next) to qp's
+ * receive queue. Posting stops at the first WR that fails: it is stored in
+ * *bad_wr (if bad_wr is not NULL); the WRs before it are posted. The WRs
+ * and SGE lists are copied; the buffers (in MRs with
+ * IW_ACCESS_LOCAL_WRITE) must stay valid until the WR completes on the
+ * receive CQ. Allowed in every state but RESET: post before connecting or
+ * accepting, since iWARP has no receiver-not-ready retry (a Send that
+ * finds no receive posted is a TERMINATE). In ERR the WRs complete with
+ * IW_WC_WR_FLUSH_ERR. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  qp is NULL; the QP uses an SRQ (*bad_wr = wr); the QP is in
+ *           RESET; num_sge is negative or above max_recv_sge, or sg_list
+ *           is NULL with num_sge > 0; an lkey is unknown, invalid or of
+ *           another PD.
+ *   EACCES  An SGE's MR lacks IW_ACCESS_LOCAL_WRITE.
+ *   EFAULT  An SGE is not inside its MR.
+ *   ENOMEM  The receive queue is full (max_recv_wr WRs posted).
+ */
 int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr);
 
 struct iw_srq_attr {
@@ -347,9 +755,54 @@ struct iw_srq_init_attr {
 };
 enum iw_srq_attr_mask { IW_SRQ_MAX_WR = 1 << 0, IW_SRQ_LIMIT = 1 << 1 };
 
+/*
+ * Create a shared receive queue on pd: QPs created with attr.srq take
+ * their receive WRs from it, oldest first. attr is copied: max_wr
+ * 1..16384, max_sge 1..16, srq_limit at most max_wr (0: no limit event).
+ * The size is fixed. The PD must outlive the SRQ, the SRQ its QPs.
+ *
+ * Returns: the SRQ, or NULL with errno set.
+ * Errors:
+ *   EINVAL  pd or attr is NULL, or an attribute is out of range.
+ *   ENOMEM  Out of memory.
+ */
 struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr *attr);
+/*
+ * Arm the SRQ limit (attr_mask IW_SRQ_LIMIT): when a QP takes a WR and
+ * fewer than srq_limit remain, IW_EVENT_SRQ_LIMIT_REACHED is raised once
+ * and the limit disarms. 0 disarms it. Resizing (IW_SRQ_MAX_WR) is not
+ * supported.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  srq or attr is NULL, attr_mask has a bit other than
+ *           IW_SRQ_LIMIT, or srq_limit is above the SRQ's size.
+ */
 int iw_modify_srq(struct iw_srq *srq, struct iw_srq_attr *attr, int attr_mask);
+/*
+ * Destroy an SRQ. WRs still posted on it are released without a
+ * completion. Queued asynchronous events naming it are not removed.
+ * Nothing changes while QPs use it.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   QPs still use the SRQ.
+ */
 int iw_destroy_srq(struct iw_srq *srq);
+/*
+ * Post the list of receive work requests wr (linked by next) to the SRQ,
+ * with the rules of iw_post_recv: stops at the first failing WR (*bad_wr),
+ * copies the WRs, not the buffers. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  srq is NULL; num_sge is negative or above max_sge, or sg_list
+ *           is NULL with num_sge > 0; an lkey is unknown, invalid or of
+ *           another PD.
+ *   EACCES  An SGE's MR lacks IW_ACCESS_LOCAL_WRITE.
+ *   EFAULT  An SGE is not inside its MR.
+ *   ENOMEM  The SRQ is full (max_wr WRs posted).
+ */
 int iw_post_srq_recv(struct iw_srq *srq, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr);
 
 #ifdef __cplusplus

@@ -1,0 +1,2727 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The QP engine (lib/qp.c, qp_tx.c, qp_rx.c, qp_term.c, wr.c, srq.c) with
+ * no sockets.
+ *
+ *  - A pump wires two QPs back to back in memory: it takes each side's
+ *    iw_qp_tx_iov, reports it sent (all of it, or a random prefix as a busy
+ *    TCP would), and feeds the octets to the other side whole, one octet at
+ *    a time, in random splits, or through the direct-placement pair
+ *    (iw_qp_rx_direct / iw_qp_rx_direct_done), until both are quiet. A tap
+ *    decodes every octet that crosses, so tests can check the wire itself:
+ *    FPDUs no larger than MULPDU, the RTR first, no STag 0 on zero-length
+ *    tagged frames, at most ORD reads in flight.
+ *  - A scripted hostile peer feeds one QP FPDUs built with the public codecs
+ *    (iw_ddp_hdr_build, iw_rdmap_*_build, iw_fpdu_encode), decodes what the
+ *    QP answers with iw_fpdu_rx_next, and checks the exact TERMINATE, the
+ *    ERR state, the asynchronous event and the flush completions.
+ *
+ * Every registered buffer sits between canaries that must come back
+ * untouched, and every MR must deregister at the end: a reference that the
+ * engine forgot to drop shows up as EBUSY.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "cq.h"
+#include "qp.h"
+#include "srq.h"
+#include "suites.h"
+
+/* ================================================================ helpers */
+
+#define CANARY 32
+#define CANARY_BYTE 0xC3
+#define MAX_BUFS 48
+#define MAX_ENDS 4
+#define CQE 8192
+#define TAP_LOG 256
+#define ACC_ALL                                                                   \
+	(IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | \
+	 IW_ACCESS_REMOTE_ATOMIC)
+#define ACC_RW (IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE)
+#define ACC_RD (IW_ACCESS_REMOTE_READ)
+
+static uint32_t xorshift(uint32_t *s)
+{
+	uint32_t x = *s ? *s : 0x9E3779B9u;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*s = x;
+	return x;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t s = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(xorshift(&s) >> 11);
+}
+
+/* A buffer between canaries, registered (or not, with pd NULL). */
+struct buf {
+	uint8_t *raw;
+	uint8_t *p;
+	size_t len; /* registered length (>= 1: zero-length MRs do not exist) */
+	struct iw_mr *mr;
+};
+
+static void buf_check(const struct buf *b)
+{
+	for (size_t i = 0; i < CANARY; i++) {
+		if (b->raw[i] != CANARY_BYTE || b->raw[CANARY + b->len + i] != CANARY_BYTE)
+			ck_abort_msg("canary next to a %zu-octet buffer overwritten", b->len);
+	}
+}
+
+enum feed_mode { FEED_WHOLE, FEED_BYTES, FEED_RANDOM, FEED_DIRECT, NUM_FEED };
+
+/* What one end put on the wire, as an independent decoder saw it. */
+struct tap_seg {
+	uint8_t op;
+	bool tagged, last;
+	uint32_t stag, msn, qn, mo;
+	uint32_t plen;
+	struct iw_read_req rr;
+};
+
+struct tap {
+	struct iw_fpdu_rx rx;
+	int err;
+	unsigned nseg;
+	struct tap_seg log[TAP_LOG];
+	uint32_t max_ulpdu;
+	unsigned stag0;  /* zero-length tagged segments carrying STag 0 */
+	unsigned nterm;
+	struct iw_terminate term;
+};
+
+struct end {
+	struct iw_qp *qp;
+	struct iw_cq *scq, *rcq;
+	struct iw_qp_conn conn;
+	struct tap tap;  /* decodes what this end sends */
+	unsigned events; /* IW_QPE_* taken so far */
+	int reads_out;   /* read requests this end has on the wire */
+	int reads_max;
+};
+
+struct cfg {
+	bool crc, mk_ab, mk_ba; /* markers on A->B, on B->A */
+	bool p2p;
+	uint8_t rtr;
+	uint16_t ird, ord;      /* 0: 16 */
+	uint32_t emss;          /* 0: 1460 */
+	uint32_t create_flags;
+	bool srq;               /* the B ends share one SRQ */
+	uint32_t sq, rq;        /* 0: 64 */
+	bool no_sig_all;
+	int nqp;                /* 0: 2; 1 for a hostile peer; 4 = two pairs */
+};
+
+struct world {
+	struct iw_context *ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_srq *srq;
+	struct cfg cfg;
+	int nends;
+	struct end e[MAX_ENDS];
+	enum feed_mode mode;
+	bool partial; /* TCP takes a random prefix of each batch */
+	bool tap;
+	uint32_t rng;
+	uint64_t direct; /* octets placed through iw_qp_rx_direct */
+	uint8_t *stage;
+	size_t stage_cap;
+	struct buf bufs[MAX_BUFS];
+};
+
+static uint32_t rnd(struct world *w)
+{
+	return xorshift(&w->rng);
+}
+
+static struct buf *buf_new(struct world *w, struct iw_pd *pd, size_t len, int access)
+{
+	struct buf *b = NULL;
+	for (int i = 0; i < MAX_BUFS && !b; i++)
+		if (!w->bufs[i].raw)
+			b = &w->bufs[i];
+	ck_assert_ptr_nonnull(b);
+	size_t cap = len ? len : 1;
+	b->raw = malloc(cap + 2 * CANARY);
+	ck_assert_ptr_nonnull(b->raw);
+	memset(b->raw, CANARY_BYTE, CANARY);
+	memset(b->raw + CANARY + cap, CANARY_BYTE, CANARY);
+	b->p = b->raw + CANARY;
+	b->len = cap;
+	memset(b->p, 0, cap);
+	b->mr = NULL;
+	if (pd) {
+		b->mr = iw_reg_mr(pd, b->p, cap, access);
+		ck_assert_ptr_nonnull(b->mr);
+	}
+	return b;
+}
+
+/* Canaries intact, and the MR deregisters: no reference was leaked. */
+static void buf_free(struct buf *b)
+{
+	if (!b || !b->raw)
+		return;
+	buf_check(b);
+	if (b->mr)
+		ck_assert_int_eq(iw_dereg_mr(b->mr), 0);
+	free(b->raw);
+	memset(b, 0, sizeof(*b));
+}
+
+static struct iw_sge sge_of(const struct buf *b, size_t off, size_t len)
+{
+	return (struct iw_sge){
+		.addr = (uintptr_t)(b->p + off),
+		.length = (uint32_t)len,
+		.lkey = b->mr ? b->mr->lkey : 0,
+	};
+}
+
+static int post_recv_sg(struct iw_qp *qp, uint64_t id, struct iw_sge *sg, int n)
+{
+	struct iw_recv_wr wr = {.wr_id = id, .sg_list = sg, .num_sge = n};
+	struct iw_recv_wr *bad = NULL;
+	int rc = iw_post_recv(qp, &wr, &bad);
+	ck_assert_ptr_eq(bad, rc ? &wr : NULL);
+	return rc;
+}
+
+static void post_recv_buf(struct iw_qp *qp, uint64_t id, const struct buf *b, size_t off,
+			  size_t len)
+{
+	struct iw_sge s = sge_of(b, off, len);
+	ck_assert_int_eq(post_recv_sg(qp, id, &s, 1), 0);
+}
+
+static struct iw_send_wr wr_of(uint64_t id, enum iw_wr_opcode op, unsigned flags,
+			       struct iw_sge *sg, int n)
+{
+	struct iw_send_wr wr;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	wr.sg_list = sg;
+	wr.num_sge = n;
+	return wr;
+}
+
+static int post_wr(struct iw_qp *qp, struct iw_send_wr *wr)
+{
+	struct iw_send_wr *bad = NULL;
+	int rc = iw_post_send(qp, wr, &bad);
+	ck_assert_ptr_eq(bad, rc ? wr : NULL);
+	return rc;
+}
+
+static int post_rdma(struct iw_qp *qp, uint64_t id, enum iw_wr_opcode op, unsigned flags,
+		     struct iw_sge *sg, int n, const void *raddr, uint32_t rkey)
+{
+	struct iw_send_wr wr = wr_of(id, op, flags, sg, n);
+	wr.wr.rdma.remote_addr = (uintptr_t)raddr;
+	wr.wr.rdma.rkey = rkey;
+	return post_wr(qp, &wr);
+}
+
+static int post_send_buf(struct iw_qp *qp, uint64_t id, unsigned flags, const struct buf *b,
+			 size_t len)
+{
+	struct iw_sge s = sge_of(b, 0, len);
+	struct iw_send_wr wr = wr_of(id, IW_WR_SEND, flags, &s, 1);
+	return post_wr(qp, &wr);
+}
+
+/* ---------------------------------------------------------------- CQs */
+
+static struct iw_wc poll1(struct iw_cq *cq)
+{
+	struct iw_wc wc;
+	memset(&wc, 0, sizeof(wc));
+	ck_assert_int_eq(iw_poll_cq(cq, 1, &wc), 1);
+	return wc;
+}
+
+static void expect_empty(struct iw_cq *cq)
+{
+	struct iw_wc wc;
+	int n = iw_poll_cq(cq, 1, &wc);
+	ck_assert_msg(n == 0, "unexpected completion: wr_id %llu status %s opcode %s",
+		      (unsigned long long)(n ? wc.wr_id : 0), n ? iw_wc_status_str(wc.status) : "",
+		      n ? iw_wc_opcode_str(wc.opcode) : "");
+}
+
+static struct iw_wc expect_wc(struct iw_cq *cq, uint64_t id, enum iw_wc_status st,
+			      enum iw_wc_opcode op)
+{
+	struct iw_wc wc = poll1(cq);
+	ck_assert_msg(wc.wr_id == id && wc.status == st && wc.opcode == op,
+		      "got wr_id %llu %s %s, want %llu %s %s", (unsigned long long)wc.wr_id,
+		      iw_wc_status_str(wc.status), iw_wc_opcode_str(wc.opcode),
+		      (unsigned long long)id, iw_wc_status_str(st), iw_wc_opcode_str(op));
+	return wc;
+}
+
+static enum iw_qp_state qp_state(struct iw_qp *qp)
+{
+	struct iw_qp_attr a;
+	ck_assert_int_eq(iw_query_qp(qp, &a, IW_QP_STATE, NULL), 0);
+	return a.qp_state;
+}
+
+static int async_count(struct iw_context *ctx, struct iw_async_event *out, int max)
+{
+	int n = 0;
+	struct iw_async_event ev;
+	while (iw_get_async_event(ctx, &ev) == 0) {
+		if (n < max)
+			out[n] = ev;
+		n++;
+	}
+	return n;
+}
+
+/* ================================================================ world */
+
+static void conn_of(struct iw_qp_conn *c, const struct cfg *g, bool initiator)
+{
+	memset(c, 0, sizeof(*c));
+	c->initiator = initiator;
+	c->p2p = g->p2p;
+	c->rtr = g->rtr;
+	c->crc = g->crc;
+	c->markers_tx = initiator ? g->mk_ab : g->mk_ba;
+	c->markers_rx = initiator ? g->mk_ba : g->mk_ab;
+	c->ird = g->ird ? g->ird : 16;
+	c->ord = g->ord ? g->ord : 16;
+	c->mulpdu = iw_mpa_mulpdu(g->emss ? g->emss : 1460, c->markers_tx);
+}
+
+static struct iw_qp *qp_new(struct world *w, struct end *e, struct iw_srq *srq)
+{
+	struct iw_qp_init_attr a;
+	memset(&a, 0, sizeof(a));
+	a.send_cq = e->scq;
+	a.recv_cq = e->rcq;
+	a.srq = srq;
+	a.cap.max_send_wr = w->cfg.sq ? w->cfg.sq : 64;
+	a.cap.max_recv_wr = srq ? 0 : (w->cfg.rq ? w->cfg.rq : 64);
+	a.cap.max_send_sge = IW_MAX_SGE;
+	a.cap.max_recv_sge = IW_MAX_SGE;
+	a.qp_type = IW_QPT_RC;
+	a.sq_sig_all = !w->cfg.no_sig_all;
+	a.create_flags = w->cfg.create_flags;
+	struct iw_qp *qp = iw_create_qp(w->pd, &a);
+	ck_assert_ptr_nonnull(qp);
+	return qp;
+}
+
+static void world_new(struct world *w, const struct cfg *g)
+{
+	memset(w, 0, sizeof(*w));
+	w->cfg = *g;
+	w->rng = 12345;
+	w->tap = true;
+	w->ctx = iw_context_core_new();
+	ck_assert_ptr_nonnull(w->ctx);
+	w->pd = iw_alloc_pd(w->ctx);
+	w->pd2 = iw_alloc_pd(w->ctx);
+	ck_assert_ptr_nonnull(w->pd);
+	ck_assert_ptr_nonnull(w->pd2);
+	if (g->srq) {
+		struct iw_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = IW_MAX_SGE}};
+		w->srq = iw_create_srq(w->pd, &sa);
+		ck_assert_ptr_nonnull(w->srq);
+	}
+	w->nends = g->nqp ? g->nqp : 2;
+	for (int i = 0; i < w->nends; i++) {
+		struct end *e = &w->e[i];
+		e->scq = iw_create_cq(w->ctx, CQE, NULL, NULL, 0);
+		e->rcq = iw_create_cq(w->ctx, CQE, NULL, NULL, 0);
+		ck_assert_ptr_nonnull(e->scq);
+		ck_assert_ptr_nonnull(e->rcq);
+		/* Odd ends are the B sides (responders); they share the SRQ. */
+		e->qp = qp_new(w, e, (i & 1) ? w->srq : NULL);
+		conn_of(&e->conn, g, !(i & 1) && w->nends > 1);
+	}
+}
+
+static void world_start(struct world *w)
+{
+	for (int i = 0; i < w->nends; i++) {
+		struct end *e = &w->e[i];
+		iw_fpdu_rx_init(&e->tap.rx, e->conn.crc, e->conn.markers_tx, 0, 0, 0);
+		iw_qp_start(e->qp, &e->conn);
+	}
+}
+
+static void world_free(struct world *w)
+{
+	for (int i = 0; i < w->nends; i++)
+		ck_assert_int_eq(iw_destroy_qp(w->e[i].qp), 0);
+	/* The SRQ's WQEs hold references on their MRs. */
+	ck_assert_int_eq(iw_destroy_srq(w->srq), 0);
+	for (int i = 0; i < MAX_BUFS; i++)
+		buf_free(&w->bufs[i]);
+	for (int i = 0; i < w->nends; i++) {
+		ck_assert_int_eq(iw_destroy_cq(w->e[i].scq), 0);
+		ck_assert_int_eq(iw_destroy_cq(w->e[i].rcq), 0);
+	}
+	/* Nothing still holds the PDs: every MR, QP and SRQ let go. */
+	ck_assert_int_eq(iw_dealloc_pd(w->pd), 0);
+	ck_assert_int_eq(iw_dealloc_pd(w->pd2), 0);
+	iw_context_core_free(w->ctx);
+	free(w->stage);
+}
+
+/* ---------------------------------------------------------------- tap */
+
+static void tap_seg(struct world *w, int from, const struct iw_ddp_seg *s)
+{
+	struct end *e = &w->e[from];
+	struct tap *t = &e->tap;
+	unsigned op = iw_ddp_opcode(&s->ddp);
+	if (t->nseg < TAP_LOG) {
+		struct tap_seg *l = &t->log[t->nseg];
+		l->op = (uint8_t)op;
+		l->tagged = iw_ddp_tagged(&s->ddp);
+		l->last = iw_ddp_last(&s->ddp);
+		l->stag = s->ddp.stag;
+		l->msn = s->ddp.msn;
+		l->qn = s->ddp.qn;
+		l->mo = s->ddp.mo;
+		l->plen = s->payload_len;
+		if (op == IW_OP_READ_REQ)
+			l->rr = s->rdmap.u.read_req;
+	}
+	t->nseg++;
+	if (s->ulpdu_len > t->max_ulpdu)
+		t->max_ulpdu = s->ulpdu_len;
+	if (iw_ddp_tagged(&s->ddp) && s->payload_len == 0 && s->ddp.stag == 0)
+		t->stag0++;
+	/* ORD as the wire shows it: requests out, last responses back. */
+	if (op == IW_OP_READ_REQ && s->rdmap.u.read_req.read_size) {
+		if (++e->reads_out > e->reads_max)
+			e->reads_max = e->reads_out;
+	}
+	if (op == IW_OP_READ_RESP && iw_ddp_last(&s->ddp) && s->payload_len &&
+	    w->e[from ^ 1].reads_out > 0)
+		w->e[from ^ 1].reads_out--;
+	if (op == IW_OP_TERMINATE) {
+		t->nterm++;
+		t->term = s->rdmap.u.term;
+	}
+}
+
+static void tap_feed(struct world *w, int from, const uint8_t *p, size_t n)
+{
+	struct tap *t = &w->e[from].tap;
+	while (n && !t->err) {
+		struct iw_rx_event ev;
+		size_t used = 0;
+		int rc = iw_fpdu_rx_next(&t->rx, &ev, p, n, &used);
+		p += used;
+		n -= used;
+		if (rc < 0)
+			t->err = rc;
+		if (rc <= 0)
+			break;
+		if (ev.kind == IW_RX_SEG_HDR)
+			tap_seg(w, from, ev.seg);
+	}
+}
+
+/* ---------------------------------------------------------------- pump */
+
+static void stage_reserve(struct world *w, size_t n)
+{
+	if (n <= w->stage_cap)
+		return;
+	free(w->stage);
+	w->stage_cap = n < 65536 ? 65536 : n;
+	w->stage = malloc(w->stage_cap);
+	ck_assert_ptr_nonnull(w->stage);
+}
+
+/* Take what qp has to send into w->stage (in partial mode a random prefix
+ * from a random number of iovecs) and report it written. */
+static size_t take_tx(struct world *w, struct iw_qp *qp)
+{
+	static struct iovec iov[IW_TXQ_IOV];
+	int cap = w->partial ? 1 + (int)(rnd(w) % 8) : IW_TXQ_IOV;
+	int n = iw_qp_tx_iov(qp, iov, cap);
+	if (n < 0)
+		ck_abort_msg("iw_qp_tx_iov: %d", n);
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (w->partial && total > 1 && (rnd(w) & 1))
+		total = 1 + rnd(w) % total;
+	stage_reserve(w, total);
+	size_t off = 0;
+	for (int i = 0; i < n && off < total; i++) {
+		size_t k = iov[i].iov_len < total - off ? iov[i].iov_len : total - off;
+		memcpy(w->stage + off, iov[i].iov_base, k);
+		off += k;
+	}
+	if (total)
+		iw_qp_tx_sent(qp, total);
+	return total;
+}
+
+static size_t feed_chunk(struct world *w, size_t left)
+{
+	size_t n = left;
+	switch (w->mode) {
+	case FEED_BYTES:
+		n = 1;
+		break;
+	case FEED_RANDOM:
+		n = (rnd(w) & 3) ? 1 + rnd(w) % 7 : 1 + rnd(w) % 5000;
+		break;
+	case FEED_DIRECT:
+		n = 1 + rnd(w) % 24;
+		break;
+	default:
+		break;
+	}
+	return n < left ? n : left;
+}
+
+/* The glue's recv() straight into the destination, when the engine offers. */
+static bool feed_direct(struct world *w, struct iw_qp *qp, const uint8_t *p, size_t left,
+			size_t *used)
+{
+	uint8_t *dst = NULL;
+	size_t n = iw_qp_rx_direct(qp, &dst);
+	if (n == 0)
+		return false;
+	if (n > left)
+		n = left;
+	memcpy(dst, p, n);
+	int rc = iw_qp_rx_direct_done(qp, n);
+	if (rc)
+		ck_abort_msg("iw_qp_rx_direct_done: %d", rc);
+	w->direct += n;
+	*used = n;
+	return true;
+}
+
+static void feed(struct world *w, struct iw_qp *qp, const uint8_t *p, size_t len)
+{
+	size_t pos = 0;
+	while (pos < len) {
+		size_t n = 0;
+		if (w->mode == FEED_DIRECT && feed_direct(w, qp, p + pos, len - pos, &n)) {
+			pos += n;
+			continue;
+		}
+		n = feed_chunk(w, len - pos);
+		size_t used = 0;
+		int rc = iw_qp_rx(qp, p + pos, n, &used);
+		if (rc || used != n)
+			ck_abort_msg("iw_qp_rx: rc %d, %zu of %zu consumed", rc, used, n);
+		pos += n;
+	}
+}
+
+/* One batch from end `from` to its peer; returns the octets moved. */
+static size_t pump_dir(struct world *w, int from)
+{
+	struct end *e = &w->e[from];
+	size_t n = take_tx(w, e->qp);
+	if (n) {
+		if (w->tap)
+			tap_feed(w, from, w->stage, n);
+		feed(w, w->e[from ^ 1].qp, w->stage, n);
+	}
+	e->events |= iw_qp_take_events(e->qp);
+	w->e[from ^ 1].events |= iw_qp_take_events(w->e[from ^ 1].qp);
+	return n;
+}
+
+/* Until every end is quiet in the same round. */
+static void pump(struct world *w)
+{
+	for (;;) {
+		size_t moved = 0;
+		for (int i = 0; i < w->nends; i++)
+			moved += pump_dir(w, i);
+		if (!moved)
+			break;
+	}
+}
+
+static void tap_check(const struct world *w)
+{
+	for (int i = 0; i < w->nends; i++) {
+		const struct end *e = &w->e[i];
+		ck_assert_int_eq(e->tap.err, 0);
+		ck_assert_uint_le(e->tap.max_ulpdu, e->conn.mulpdu);
+		ck_assert_uint_eq(e->tap.stag0, 0);
+		ck_assert_int_le(e->reads_max, e->conn.ord);
+	}
+}
+
+/* ================================================================ transfers */
+
+static const size_t xfer_sizes[] = {0, 1, 4095, 4096, 65536, 1u << 20};
+#define NUM_SIZES (sizeof(xfer_sizes) / sizeof(xfer_sizes[0]))
+enum xop { X_SEND, X_WRITE, X_READ };
+
+/* Lay msg out over SGEs (off[i], len[i]) of an image of size cap. */
+static void scatter_image(uint8_t *img, const uint8_t *msg, size_t len, const size_t *off,
+			  const size_t *slen, int n)
+{
+	size_t pos = 0;
+	for (int i = 0; i < n && pos < len; i++) {
+		size_t k = slen[i] < len - pos ? slen[i] : len - pos;
+		memcpy(img + off[i], msg + pos, k);
+		pos += k;
+	}
+}
+
+/* A Send of len octets gathered from two SGEs (in reverse order) into a
+ * receive of three uneven SGEs, also in reverse order. */
+static void xfer_send(struct world *w, int s, size_t len, uint32_t seed, bool se)
+{
+	struct end *S = &w->e[s], *D = &w->e[s ^ 1];
+	uint8_t *msg = malloc(len + 1);
+	fill(msg, len, seed);
+	struct buf *src = buf_new(w, w->pd, len, 0);
+	size_t h = len / 3;
+	memcpy(src->p + h, msg, len - h);
+	memcpy(src->p, msg + (len - h), h);
+	struct iw_sge ss[2] = {sge_of(src, h, len - h), sge_of(src, 0, h)};
+
+	size_t cap = len + 64;
+	struct buf *dst = buf_new(w, w->pd, cap, IW_ACCESS_LOCAL_WRITE);
+	size_t l0 = len / 3, l1 = cap / 4, l2 = cap - l0 - l1;
+	size_t off[3] = {cap - l0, cap - l0 - l1, 0}, sl[3] = {l0, l1, l2};
+	struct iw_sge rs[3];
+	for (int i = 0; i < 3; i++)
+		rs[i] = sge_of(dst, off[i], sl[i]);
+	ck_assert_int_eq(post_recv_sg(D->qp, seed, rs, 3), 0);
+	struct iw_send_wr wr = wr_of(seed, IW_WR_SEND, se ? IW_SEND_SOLICITED : 0, ss, 2);
+	ck_assert_int_eq(post_wr(S->qp, &wr), 0);
+	pump(w);
+
+	struct iw_wc wc = expect_wc(S->scq, seed, IW_WC_SUCCESS, IW_WC_SEND);
+	ck_assert_uint_eq(wc.byte_len, len);
+	wc = expect_wc(D->rcq, seed, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, len);
+	ck_assert_uint_eq(wc.wc_flags, se ? IW_WC_SOLICITED : 0);
+	ck_assert_uint_eq(wc.qp_num, iw_qp_num(D->qp));
+	uint8_t *img = calloc(1, cap);
+	scatter_image(img, msg, len, off, sl, 3);
+	ck_assert_msg(memcmp(dst->p, img, cap) == 0, "Send of %zu: data differs", len);
+	free(img);
+	free(msg);
+	buf_free(src);
+	buf_free(dst);
+}
+
+/* An RDMA Write of len octets from two SGEs to offset 16 of the peer's MR. */
+static void xfer_write(struct world *w, int s, size_t len, uint32_t seed)
+{
+	struct end *S = &w->e[s], *D = &w->e[s ^ 1];
+	struct buf *src = buf_new(w, w->pd, len, 0);
+	fill(src->p, len, seed);
+	struct buf *dst = buf_new(w, w->pd, len + 32, ACC_RW);
+	size_t h = len / 2;
+	struct iw_sge ss[2] = {sge_of(src, 0, h), sge_of(src, h, len - h)};
+	ck_assert_int_eq(post_rdma(S->qp, seed, IW_WR_RDMA_WRITE, 0, ss, 2, dst->p + 16,
+				   dst->mr->rkey),
+			 0);
+	pump(w);
+	struct iw_wc wc = expect_wc(S->scq, seed, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	ck_assert_uint_eq(wc.byte_len, len);
+	expect_empty(D->rcq);
+	uint8_t *img = calloc(1, len + 32);
+	memcpy(img + 16, src->p, len);
+	ck_assert_msg(memcmp(dst->p, img, len + 32) == 0, "Write of %zu: data differs", len);
+	free(img);
+	buf_free(src);
+	buf_free(dst);
+}
+
+/* An RDMA Read of len octets from offset 24 of the peer's MR into offset 8
+ * of a sink that allows REMOTE_WRITE. */
+static void xfer_read(struct world *w, int s, size_t len, uint32_t seed)
+{
+	struct end *S = &w->e[s], *D = &w->e[s ^ 1];
+	struct buf *src = buf_new(w, w->pd, len + 32, ACC_RD);
+	fill(src->p, len + 32, seed);
+	struct buf *sink = buf_new(w, w->pd, len + 32, ACC_RW);
+	struct iw_sge sg = sge_of(sink, 8, len);
+	ck_assert_int_eq(post_rdma(S->qp, seed, IW_WR_RDMA_READ, 0, &sg, 1, src->p + 24,
+				   src->mr->rkey),
+			 0);
+	pump(w);
+	struct iw_wc wc = expect_wc(S->scq, seed, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.byte_len, len);
+	expect_empty(D->rcq);
+	expect_empty(D->scq);
+	uint8_t *img = calloc(1, len + 32);
+	memcpy(img + 8, src->p + 24, len);
+	ck_assert_msg(memcmp(sink->p, img, len + 32) == 0, "Read of %zu: data differs", len);
+	free(img);
+	buf_free(src);
+	buf_free(sink);
+}
+
+/* Iteration i picks op (i % 3), EMSS (i % 2), CRC, markers per direction,
+ * the RTR mode and the direction; each size gets its own feeding mode. */
+START_TEST(test_xfer_matrix)
+{
+	const int i = _i;
+	enum xop op = (enum xop)(i % 3);
+	struct cfg g = {
+		.emss = (i % 2) ? 65483 : 1460,
+		.crc = (i / 6) & 1,
+		.mk_ab = ((i / 12) & 1) != 0,
+		.mk_ba = ((i / 24) & 1) != 0,
+	};
+	static const uint8_t rtrs[] = {0, IW_RTR_WRITE, IW_RTR_READ, IW_RTR_SEND};
+	g.rtr = rtrs[(i / 3) % 4];
+	g.p2p = g.rtr != 0;
+	int s = (i / 48) & 1;
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	for (size_t k = 0; k < NUM_SIZES; k++) {
+		size_t len = xfer_sizes[k];
+		w.mode = (enum feed_mode)((i + k) % NUM_FEED);
+		if (w.mode == FEED_BYTES && len > 65536)
+			w.mode = FEED_RANDOM;
+		w.partial = (k + i) & 1;
+		uint64_t direct0 = w.direct;
+		uint32_t seed = (uint32_t)(i * 100 + k + 1);
+		if (op == X_SEND)
+			xfer_send(&w, s, len, seed, k & 1);
+		else if (op == X_WRITE)
+			xfer_write(&w, s, len, seed);
+		else
+			xfer_read(&w, s, len, seed);
+		if (w.mode == FEED_DIRECT && len >= 4096)
+			ck_assert_uint_gt(w.direct, direct0);
+		tap_check(&w);
+	}
+	for (int e = 0; e < 2; e++) {
+		ck_assert_ptr_null(w.e[e].qp->txq); /* idle: no transmit memory */
+		ck_assert_int_eq(qp_state(w.e[e].qp), IW_QPS_RTS);
+		ck_assert(w.e[e].events & IW_QPE_ESTABLISHED);
+		ck_assert(!(w.e[e].events & IW_QPE_ERROR));
+		expect_empty(w.e[e].scq);
+		expect_empty(w.e[e].rcq);
+	}
+	struct iw_async_event ev[2];
+	ck_assert_int_eq(async_count(w.ctx, ev, 2), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* Many messages of mixed kinds and sizes in flight at once, both ways. */
+START_TEST(test_stream_mixed)
+{
+	struct cfg g = {.crc = _i & 1, .mk_ab = _i & 2, .mk_ba = _i & 1, .emss = 9000};
+	struct world w;
+	world_new(&w, &g);
+	w.mode = (enum feed_mode)(_i % NUM_FEED);
+	w.partial = true;
+	world_start(&w);
+	enum { N = 40 };
+	struct buf *src[2], *dst[2], *rsrc[2];
+	for (int s = 0; s < 2; s++) {
+		src[s] = buf_new(&w, w.pd, N * 3000, 0);
+		fill(src[s]->p, N * 3000, (uint32_t)s + 7);
+		dst[s] = buf_new(&w, w.pd, N * 3000, ACC_RW | IW_ACCESS_REMOTE_READ);
+		rsrc[s] = buf_new(&w, w.pd, N * 3000, ACC_RD);
+		fill(rsrc[s]->p, N * 3000, (uint32_t)s + 99);
+	}
+	for (int s = 0; s < 2; s++) {
+		struct end *S = &w.e[s], *D = &w.e[s ^ 1];
+		for (int m = 0; m < N; m++) {
+			size_t len = (size_t)(m * 73) % 3000;
+			struct iw_sge sg = sge_of(src[s], (size_t)m * 3000, len);
+			if (m % 3 == 0) {
+				post_recv_buf(D->qp, (uint64_t)m, dst[s ^ 1], (size_t)m * 3000, 3000);
+				struct iw_send_wr wr = wr_of((uint64_t)m, IW_WR_SEND, 0, &sg, 1);
+				ck_assert_int_eq(post_wr(S->qp, &wr), 0);
+			} else if (m % 3 == 1) {
+				ck_assert_int_eq(post_rdma(S->qp, (uint64_t)m, IW_WR_RDMA_WRITE, 0, &sg,
+							   1, dst[s ^ 1]->p + (size_t)m * 3000,
+							   dst[s ^ 1]->mr->rkey),
+						 0);
+			} else {
+				/* Read the peer's rsrc into my own dst at the same offset. */
+				struct iw_sge rs = sge_of(dst[s], (size_t)m * 3000, len);
+				ck_assert_int_eq(post_rdma(S->qp, (uint64_t)m, IW_WR_RDMA_READ, 0, &rs,
+							   1, rsrc[s ^ 1]->p + (size_t)m * 3000,
+							   rsrc[s ^ 1]->mr->rkey),
+						 0);
+			}
+		}
+	}
+	pump(&w);
+	tap_check(&w);
+	for (int s = 0; s < 2; s++) {
+		static const enum iw_wc_opcode ops[] = {IW_WC_SEND, IW_WC_RDMA_WRITE,
+							IW_WC_RDMA_READ};
+		for (int m = 0; m < N; m++)
+			expect_wc(w.e[s].scq, (uint64_t)m, IW_WC_SUCCESS, ops[m % 3]);
+		expect_empty(w.e[s].scq);
+		for (int m = 0; m < N; m += 3) {
+			struct iw_wc wc = expect_wc(w.e[s ^ 1].rcq, (uint64_t)m, IW_WC_SUCCESS,
+						    IW_WC_RECV);
+			ck_assert_uint_eq(wc.byte_len, (size_t)(m * 73) % 3000);
+		}
+		expect_empty(w.e[s ^ 1].rcq);
+	}
+	for (int s = 0; s < 2; s++) {
+		for (int m = 0; m < N; m++) {
+			size_t off = (size_t)m * 3000, len = (size_t)(m * 73) % 3000;
+			const uint8_t *want = m % 3 == 2 ? rsrc[s ^ 1]->p + off : src[s ^ 1]->p + off;
+			ck_assert_msg(memcmp(dst[s]->p + off, want, len) == 0, "message %d", m);
+		}
+	}
+	world_free(&w);
+}
+END_TEST
+
+/* One 64 MiB RDMA Write and one 64 MiB RDMA Read, data verified. */
+START_TEST(test_64mib)
+{
+	const size_t len = (size_t)64 << 20;
+	struct cfg g = {.crc = true, .emss = 65483};
+	struct world w;
+	world_new(&w, &g);
+	w.tap = false; /* a third CRC pass over 128 MiB buys nothing here */
+	world_start(&w);
+	struct buf *a = buf_new(&w, w.pd, len, ACC_RW);
+	struct buf *b = buf_new(&w, w.pd, len, ACC_RW | IW_ACCESS_REMOTE_READ);
+	fill(a->p, len, 64);
+	struct iw_sge sg = sge_of(a, 0, len);
+	ck_assert_int_eq(post_rdma(w.e[0].qp, 1, IW_WR_RDMA_WRITE, 0, &sg, 1, b->p, b->mr->rkey),
+			 0);
+	pump(&w);
+	expect_wc(w.e[0].scq, 1, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	ck_assert(memcmp(a->p, b->p, len) == 0);
+	fill(b->p, len, 65);
+	ck_assert_int_eq(post_rdma(w.e[0].qp, 2, IW_WR_RDMA_READ, 0, &sg, 1, b->p, b->mr->rkey), 0);
+	pump(&w);
+	struct iw_wc wc = expect_wc(w.e[0].scq, 2, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.byte_len, len);
+	ck_assert(memcmp(a->p, b->p, len) == 0);
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ RTR */
+
+/* RFC 6581: the initiator's first FPDU is the RTR; the responder sends
+ * nothing before it arrives; a READ RTR is answered by a zero-length Read
+ * Response before anything else. The RTR consumes no posted receive. */
+START_TEST(test_rtr)
+{
+	static const uint8_t rtrs[] = {IW_RTR_WRITE, IW_RTR_READ, IW_RTR_SEND};
+	struct cfg g = {.p2p = true, .rtr = rtrs[_i % 3], .crc = _i >= 3, .mk_ab = _i >= 3};
+	struct world w;
+	world_new(&w, &g);
+	w.mode = (enum feed_mode)(_i % NUM_FEED);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *bsrc = buf_new(&w, w.pd, 100, ACC_RD);
+	struct buf *bdst = buf_new(&w, w.pd, 100, ACC_RW);
+	struct buf *adst = buf_new(&w, w.pd, 100, ACC_RW);
+	struct buf *asrc = buf_new(&w, w.pd, 100, ACC_RW);
+	fill(bsrc->p, 100, 1);
+	fill(asrc->p, 100, 2);
+	/* RESET refuses work; INIT takes receives before the connection. */
+	ck_assert_int_eq(post_send_buf(B->qp, 1, 0, bsrc, 10), EINVAL);
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_INIT};
+	ck_assert_int_eq(iw_modify_qp(A->qp, &qa, IW_QP_STATE), 0);
+	ck_assert_int_eq(iw_modify_qp(B->qp, &qa, IW_QP_STATE), 0);
+	post_recv_buf(A->qp, 10, adst, 0, 50);
+	post_recv_buf(B->qp, 20, bdst, 0, 100);
+	world_start(&w);
+	/* The responder posts at once: it must wait for the RTR. */
+	ck_assert_int_eq(post_send_buf(B->qp, 1, 0, bsrc, 10), 0);
+	struct iw_sge ws = sge_of(bsrc, 0, 40);
+	ck_assert_int_eq(post_rdma(B->qp, 2, IW_WR_RDMA_WRITE, 0, &ws, 1, adst->p + 50,
+				   adst->mr->rkey),
+			 0);
+	/* The initiator reads at once: its Read must not be mistaken for the
+	 * RTR's answer. */
+	struct iw_sge rs = sge_of(asrc, 60, 30);
+	ck_assert_int_eq(post_rdma(A->qp, 3, IW_WR_RDMA_READ, 0, &rs, 1, bsrc->p + 5,
+				   bsrc->mr->rkey),
+			 0);
+
+	ck_assert_uint_eq(pump_dir(&w, 1), 0); /* B: nothing before the RTR */
+	ck_assert(!(B->events & IW_QPE_ESTABLISHED));
+	ck_assert_uint_gt(pump_dir(&w, 0), 0);
+	ck_assert(A->events & IW_QPE_ESTABLISHED);
+	ck_assert(B->events & IW_QPE_ESTABLISHED);
+	const struct tap_seg *r = &A->tap.log[0];
+	ck_assert_uint_ge(A->tap.nseg, 1);
+	ck_assert(r->last);
+	ck_assert_uint_eq(r->plen, 0);
+	if (g.rtr == IW_RTR_WRITE) {
+		ck_assert(r->tagged);
+		ck_assert_uint_eq(r->op, IW_OP_WRITE);
+		ck_assert_uint_ne(r->stag, 0);
+	} else if (g.rtr == IW_RTR_READ) {
+		ck_assert_uint_eq(r->op, IW_OP_READ_REQ);
+		ck_assert_uint_eq(r->msn, 1);
+		ck_assert_uint_eq(r->rr.read_size, 0);
+		ck_assert_uint_ne(r->rr.sink_stag, 0);
+		ck_assert_uint_ne(r->rr.src_stag, 0);
+	} else {
+		ck_assert_uint_eq(r->op, IW_OP_SEND);
+		ck_assert_uint_eq(r->msn, 1);
+	}
+	/* Now B answers: a READ RTR's zero-length Read Response comes first. */
+	ck_assert_uint_gt(pump_dir(&w, 1), 0);
+	const struct tap_seg *b0 = &B->tap.log[0];
+	if (g.rtr == IW_RTR_READ) {
+		ck_assert_uint_eq(b0->op, IW_OP_READ_RESP);
+		ck_assert_uint_eq(b0->plen, 0);
+		ck_assert(b0->last);
+		ck_assert_uint_eq(b0->stag, r->rr.sink_stag);
+	} else {
+		/* A's Read may be answered first; then B's own work. */
+		ck_assert(b0->op == IW_OP_READ_RESP || b0->op == IW_OP_SEND);
+		ck_assert_uint_ne(b0->plen, 0);
+	}
+	pump(&w);
+	tap_check(&w);
+	/* The Read got its own data, not the RTR's empty answer. */
+	expect_wc(A->scq, 3, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	ck_assert(memcmp(asrc->p + 60, bsrc->p + 5, 30) == 0);
+	ck_assert(memcmp(adst->p + 50, bsrc->p, 40) == 0);
+	ck_assert(memcmp(adst->p, bsrc->p, 10) == 0);
+	expect_wc(B->scq, 1, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(B->scq, 2, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	struct iw_wc wc = expect_wc(A->rcq, 10, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 10);
+	/* A's Send reaches B's first receive: the SEND RTR took none. */
+	ck_assert_int_eq(post_send_buf(A->qp, 4, 0, asrc, 7), 0);
+	pump(&w);
+	expect_wc(A->scq, 4, IW_WC_SUCCESS, IW_WC_SEND);
+	wc = expect_wc(B->rcq, 20, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 7);
+	ck_assert(memcmp(bdst->p, asrc->p, 7) == 0);
+	ck_assert_int_eq(qp_state(A->qp), IW_QPS_RTS);
+	ck_assert_int_eq(qp_state(B->qp), IW_QPS_RTS);
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ SQ rules */
+
+/* More Reads than ORD: at most ORD on the wire, all complete in order. */
+START_TEST(test_ord)
+{
+	struct cfg g = {.ord = (uint16_t)(1 + _i), .ird = (uint16_t)(1 + _i), .emss = 1460};
+	struct world w;
+	world_new(&w, &g);
+	w.mode = FEED_RANDOM;
+	w.partial = _i & 1;
+	world_start(&w);
+	struct iw_qp_attr qa;
+	ck_assert_int_eq(iw_query_qp(w.e[0].qp, &qa, IW_QP_MAX_QP_RD_ATOMIC, NULL), 0);
+	ck_assert_uint_eq(qa.max_rd_atomic, g.ord);
+	enum { N = 9, L = 5000 };
+	struct buf *src = buf_new(&w, w.pd, N * L, ACC_RD);
+	struct buf *sink = buf_new(&w, w.pd, N * L, ACC_RW);
+	struct buf *m = buf_new(&w, w.pd, 16, 0);
+	struct buf *r = buf_new(&w, w.pd, 16, IW_ACCESS_LOCAL_WRITE);
+	fill(src->p, N * L, 5);
+	post_recv_buf(w.e[1].qp, 99, r, 0, 16);
+	for (int k = 0; k < N; k++) {
+		struct iw_sge sg = sge_of(sink, (size_t)k * L, L);
+		ck_assert_int_eq(post_rdma(w.e[0].qp, (uint64_t)k, IW_WR_RDMA_READ, 0, &sg, 1,
+					   src->p + (size_t)k * L, src->mr->rkey),
+				 0);
+	}
+	ck_assert_int_eq(post_send_buf(w.e[0].qp, N, 0, m, 16), 0);
+	pump(&w);
+	tap_check(&w);
+	ck_assert_int_eq(w.e[0].reads_max, g.ord); /* throttled, and pipelined up to ORD */
+	for (int k = 0; k <= N; k++)
+		expect_wc(w.e[0].scq, (uint64_t)k, IW_WC_SUCCESS,
+			  k < N ? IW_WC_RDMA_READ : IW_WC_SEND);
+	expect_empty(w.e[0].scq);
+	expect_wc(w.e[1].rcq, 99, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert(memcmp(src->p, sink->p, N * L) == 0);
+	world_free(&w);
+}
+END_TEST
+
+/* A Send after a Read: without FENCE it goes out at once but completes
+ * after the Read; with FENCE it waits for the Read Response. */
+START_TEST(test_fence_and_order)
+{
+	bool fence = _i;
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 20000, ACC_RD);
+	struct buf *sink = buf_new(&w, w.pd, 20000, ACC_RW);
+	struct buf *m = buf_new(&w, w.pd, 64, 0);
+	struct buf *r = buf_new(&w, w.pd, 64, IW_ACCESS_LOCAL_WRITE);
+	fill(src->p, 20000, 9);
+	fill(m->p, 64, 10);
+	post_recv_buf(B->qp, 50, r, 0, 64);
+	struct iw_sge sg = sge_of(sink, 0, 20000);
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, src->p, src->mr->rkey), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 2, fence ? IW_SEND_FENCE : 0, m, 64), 0);
+	pump_dir(&w, 0);
+	ck_assert_uint_eq(A->tap.nseg, fence ? 1u : 2u);
+	ck_assert_uint_eq(A->tap.log[0].op, IW_OP_READ_REQ);
+	if (!fence) {
+		ck_assert_uint_eq(A->tap.log[1].op, IW_OP_SEND);
+		/* Written, yet not complete: it waits behind the Read. */
+		expect_empty(A->scq);
+		expect_wc(B->rcq, 50, IW_WC_SUCCESS, IW_WC_RECV);
+	} else {
+		expect_empty(B->rcq);
+	}
+	pump_dir(&w, 1); /* the Read Response */
+	pump(&w);
+	if (fence) {
+		ck_assert_uint_eq(A->tap.log[1].op, IW_OP_SEND);
+		expect_wc(B->rcq, 50, IW_WC_SUCCESS, IW_WC_RECV);
+	}
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_SEND);
+	ck_assert(memcmp(src->p, sink->p, 20000) == 0);
+	ck_assert(memcmp(r->p, m->p, 64) == 0);
+	world_free(&w);
+}
+END_TEST
+
+/* Unsignaled WRs complete silently, and the ring wraps many times. */
+START_TEST(test_unsignaled)
+{
+	struct cfg g = {.no_sig_all = true, .sq = 8, .rq = 8};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *m = buf_new(&w, w.pd, 256, ACC_RW);
+	struct buf *r = buf_new(&w, w.pd, 4 * 256, ACC_RW);
+	struct buf *t = buf_new(&w, w.pd, 256, ACC_RW | IW_ACCESS_REMOTE_READ);
+	for (int round = 0; round < 30; round++) {
+		fill(m->p, 256, (uint32_t)round);
+		for (int k = 0; k < 3; k++)
+			post_recv_buf(B->qp, (uint64_t)(round * 10 + k), r, (size_t)k * 256, 256);
+		struct iw_sge sg = sge_of(m, 0, 100);
+		ck_assert_int_eq(post_send_buf(A->qp, (uint64_t)round * 10, 0, m, 100), 0);
+		ck_assert_int_eq(post_rdma(A->qp, (uint64_t)round * 10 + 1, IW_WR_RDMA_WRITE, 0, &sg,
+					   1, t->p, t->mr->rkey),
+				 0);
+		struct iw_sge rs = sge_of(m, 128, 100);
+		ck_assert_int_eq(post_rdma(A->qp, (uint64_t)round * 10 + 2, IW_WR_RDMA_READ, 0, &rs,
+					   1, t->p, t->mr->rkey),
+				 0);
+		ck_assert_int_eq(post_send_buf(A->qp, (uint64_t)round * 10 + 3, 0, m, 10), 0);
+		ck_assert_int_eq(post_send_buf(A->qp, (uint64_t)round * 10 + 4, IW_SEND_SIGNALED, m,
+					       20),
+				 0);
+		pump(&w);
+		expect_wc(A->scq, (uint64_t)round * 10 + 4, IW_WC_SUCCESS, IW_WC_SEND);
+		expect_empty(A->scq);
+		for (int k = 0; k < 3; k++)
+			expect_wc(B->rcq, (uint64_t)(round * 10 + k), IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert(memcmp(m->p + 128, m->p, 100) == 0);
+	}
+	/* A full SQ refuses the next WR with ENOMEM and names it. */
+	for (int k = 0; k < 8; k++)
+		ck_assert_int_eq(post_send_buf(A->qp, 1000 + (uint64_t)k, 0, m, 1), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 2000, 0, m, 1), ENOMEM);
+	for (int k = 0; k < 8; k++)
+		post_recv_buf(B->qp, 3000 + (uint64_t)k, r, 0, 16);
+	pump(&w);
+	expect_empty(A->scq);
+	for (int k = 0; k < 8; k++)
+		expect_wc(B->rcq, 3000 + (uint64_t)k, IW_WC_SUCCESS, IW_WC_RECV);
+	world_free(&w);
+}
+END_TEST
+
+/* Inline data: copied at post time, no lkey needed, 256 octets at least. */
+START_TEST(test_inline)
+{
+	struct cfg g = {.mk_ab = _i, .crc = _i};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct iw_qp_attr qa;
+	ck_assert_int_eq(iw_query_qp(A->qp, &qa, IW_QP_CAP, NULL), 0);
+	ck_assert_uint_ge(qa.cap.max_inline_data, 256);
+	uint8_t *stack = malloc(qa.cap.max_inline_data + 1);
+	uint8_t want[256];
+	fill(want, 256, 77);
+	memcpy(stack, want, 256);
+	struct buf *r = buf_new(&w, w.pd, 512, IW_ACCESS_LOCAL_WRITE);
+	struct buf *t = buf_new(&w, w.pd, 512, ACC_RW);
+	post_recv_buf(B->qp, 1, r, 0, 512);
+	/* Three SGEs, no lkeys. */
+	struct iw_sge sg[3] = {
+		{.addr = (uintptr_t)stack, .length = 100},
+		{.addr = (uintptr_t)(stack + 100), .length = 56},
+		{.addr = (uintptr_t)(stack + 156), .length = 100},
+	};
+	struct iw_send_wr wr = wr_of(7, IW_WR_SEND, IW_SEND_INLINE, sg, 3);
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	memset(stack, 0xEE, 256); /* reused right after the post */
+	memcpy(stack, want, 200);
+	struct iw_sge one = {.addr = (uintptr_t)stack, .length = 200};
+	ck_assert_int_eq(post_rdma(A->qp, 8, IW_WR_RDMA_WRITE, IW_SEND_INLINE, &one, 1, t->p + 3,
+				   t->mr->rkey),
+			 0);
+	memset(stack, 0xDD, 256);
+	pump(&w);
+	expect_wc(A->scq, 7, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(A->scq, 8, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	struct iw_wc wc = expect_wc(B->rcq, 1, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 256);
+	ck_assert(memcmp(r->p, want, 256) == 0);
+	ck_assert(memcmp(t->p + 3, want, 200) == 0);
+	/* Over the inline limit: EINVAL, nothing posted. */
+	struct iw_sge big = {.addr = (uintptr_t)stack, .length = qa.cap.max_inline_data + 1};
+	wr = wr_of(9, IW_WR_SEND, IW_SEND_INLINE, &big, 1);
+	ck_assert_int_eq(post_wr(A->qp, &wr), EINVAL);
+	pump(&w);
+	expect_empty(A->scq);
+	free(stack);
+	world_free(&w);
+}
+END_TEST
+
+/* Posting errors: each names the bad WR and posts nothing. */
+START_TEST(test_post_errors)
+{
+	struct cfg g = {.create_flags = IW_QP_CREATE_RFC7306, .sq = 4, .rq = 2};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct iw_qp *qp = w.e[0].qp;
+	struct buf *b = buf_new(&w, w.pd, 64, IW_ACCESS_LOCAL_WRITE);
+	struct buf *ro = buf_new(&w, w.pd, 64, 0);
+	struct buf *other = buf_new(&w, w.pd2, 64, ACC_RW);
+	/* The sink of an RDMA Read is written by a tagged Read Response: its MR
+	 * needs REMOTE_WRITE. */
+	struct iw_sge s = sge_of(b, 0, 64);
+	ck_assert_int_eq(post_rdma(qp, 1, IW_WR_RDMA_READ, 0, &s, 1, b->p, 0x100), EACCES);
+	struct iw_sge two[2] = {sge_of(b, 0, 8), sge_of(b, 8, 8)};
+	ck_assert_int_eq(post_rdma(qp, 1, IW_WR_RDMA_READ, 0, two, 2, b->p, 0x100), EINVAL);
+	struct iw_sge bad = sge_of(b, 0, 64);
+	bad.lkey ^= 0x100;
+	ck_assert_int_eq(post_rdma(qp, 1, IW_WR_RDMA_WRITE, 0, &bad, 1, b->p, 0x100), EINVAL);
+	struct iw_sge oob = sge_of(b, 8, 64);
+	ck_assert_int_eq(post_rdma(qp, 1, IW_WR_RDMA_WRITE, 0, &oob, 1, b->p, 0x100), EFAULT);
+	struct iw_sge pd2 = sge_of(other, 0, 8);
+	ck_assert_int_eq(post_rdma(qp, 1, IW_WR_RDMA_WRITE, 0, &pd2, 1, b->p, 0x100), EINVAL);
+	struct iw_sge at = sge_of(b, 0, 8);
+	struct iw_send_wr wr = wr_of(1, IW_WR_ATOMIC_FETCH_AND_ADD, 0, &at, 1);
+	wr.wr.atomic.remote_addr = 0x1004; /* not 8-aligned */
+	wr.wr.atomic.rkey = 0x100;
+	ck_assert_int_eq(post_wr(qp, &wr), EINVAL);
+	wr = wr_of(1, IW_WR_BIND_MW, 0, NULL, 0);
+	ck_assert_int_eq(post_wr(qp, &wr), EINVAL);
+	wr = wr_of(1, (enum iw_wr_opcode)0x55, 0, NULL, 0);
+	ck_assert_int_eq(post_wr(qp, &wr), EINVAL);
+	/* Receives: rights, SRQ-less ring full. */
+	struct iw_sge rro = sge_of(ro, 0, 64);
+	ck_assert_int_eq(post_recv_sg(qp, 1, &rro, 1), EACCES);
+	post_recv_buf(qp, 2, b, 0, 8);
+	post_recv_buf(qp, 3, b, 8, 8);
+	struct iw_sge rs = sge_of(b, 16, 8);
+	ck_assert_int_eq(post_recv_sg(qp, 4, &rs, 1), ENOMEM);
+	/* A chain stops at the first bad WR; the ones before it are posted. */
+	struct iw_sge ok = sge_of(ro, 0, 4);
+	struct iw_send_wr c2 = wr_of(11, IW_WR_RDMA_READ, 0, &s, 1);
+	struct iw_send_wr c1 = wr_of(10, IW_WR_RDMA_WRITE, 0, &ok, 1);
+	c1.wr.rdma.remote_addr = (uintptr_t)b->p;
+	c1.wr.rdma.rkey = 0x100;
+	c1.next = &c2;
+	struct iw_send_wr *badwr = NULL;
+	ck_assert_int_eq(iw_post_send(qp, &c1, &badwr), EACCES);
+	ck_assert_ptr_eq(badwr, &c2);
+	/* MRs referenced by posted WRs cannot go. */
+	ck_assert_int_eq(iw_dereg_mr(ro->mr), EBUSY);
+	ck_assert_int_eq(iw_dereg_mr(b->mr), EBUSY); /* the two receives */
+	iw_qp_conn_lost(qp, false);
+	iw_qp_conn_lost(w.e[1].qp, false);
+	expect_wc(w.e[0].scq, 10, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_WRITE);
+	expect_empty(w.e[0].scq);
+	expect_wc(w.e[0].rcq, 2, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_wc(w.e[0].rcq, 3, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_empty(w.e[0].rcq);
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ memory WRs */
+
+static void reg_mr_wr(struct iw_qp *qp, uint64_t id, struct iw_mr *mr, uint32_t key, int access,
+		      uint64_t iova, void *addr, uint64_t len)
+{
+	struct iw_send_wr wr = wr_of(id, IW_WR_REG_MR, IW_SEND_SIGNALED, NULL, 0);
+	wr.reg.mr = mr;
+	wr.reg.key = key;
+	wr.reg.access = access;
+	wr.reg.iova = iova;
+	wr.reg.length = len;
+	wr.reg.addr = addr;
+	ck_assert_int_eq(post_wr(qp, &wr), 0);
+}
+
+static void local_inv_wr(struct iw_qp *qp, uint64_t id, uint32_t stag)
+{
+	struct iw_send_wr wr = wr_of(id, IW_WR_LOCAL_INV, IW_SEND_SIGNALED, NULL, 0);
+	wr.invalidate_rkey = stag;
+	ck_assert_int_eq(post_wr(qp, &wr), 0);
+}
+
+/* A peer's TERMINATE on one side, our TERMINATE on the other. */
+static void expect_pair_terminate(struct world *w, int victim, uint16_t term,
+				  enum iw_event_type ev)
+{
+	struct iw_async_event e[4];
+	ck_assert_int_eq(async_count(w->ctx, e, 4), 2);
+	ck_assert_int_eq(e[0].event_type, ev);
+	ck_assert_ptr_eq(e[0].element.qp, w->e[victim].qp);
+	ck_assert_uint_eq(e[0].term, term);
+	ck_assert(!e[0].term_from_peer);
+	ck_assert_msg(e[1].event_type == IW_EVENT_QP_TERMINATE, "peer event %s term %04x",
+		      iw_event_type_str(e[1].event_type), e[1].term);
+	ck_assert_ptr_eq(e[1].element.qp, w->e[victim ^ 1].qp);
+	ck_assert_uint_eq(e[1].term, term);
+	ck_assert(e[1].term_from_peer);
+	ck_assert_uint_eq(w->e[victim].tap.nterm, 1);
+	ck_assert_uint_eq(w->e[victim].tap.term.term, term);
+	ck_assert_int_eq(qp_state(w->e[0].qp), IW_QPS_ERR);
+	ck_assert_int_eq(qp_state(w->e[1].qp), IW_QPS_ERR);
+	ck_assert(w->e[0].events & IW_QPE_ERROR);
+	ck_assert(w->e[1].events & IW_QPE_ERROR);
+}
+
+/* REG_MR makes a fast-reg MR reachable at an IOVA of our choice, LOCAL_INV
+ * revokes it; the peer's next access is refused with DDP invalid STag. */
+START_TEST(test_reg_mr_local_inv)
+{
+	struct cfg g = {.crc = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct iw_mr *fr = iw_alloc_mr(w.pd, 1);
+	ck_assert_ptr_nonnull(fr);
+	struct buf *mem = buf_new(&w, NULL, 4096, 0);
+	struct buf *src = buf_new(&w, w.pd, 4096, ACC_RW);
+	fill(src->p, 4096, 3);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	const uint64_t iova = 0x7000000000ull;
+	reg_mr_wr(B->qp, 1, fr, key, ACC_RW | IW_ACCESS_REMOTE_READ, iova, mem->p, 4096);
+	pump(&w);
+	expect_wc(B->scq, 1, IW_WC_SUCCESS, IW_WC_REG_MR);
+	ck_assert_uint_eq(fr->rkey, key);
+	ck_assert_uint_eq(fr->lkey, key);
+	struct iw_sge sg = sge_of(src, 0, 1000);
+	ck_assert_int_eq(post_rdma(A->qp, 2, IW_WR_RDMA_WRITE, 0, &sg, 1, (void *)(uintptr_t)(iova + 100),
+				   key),
+			 0);
+	struct iw_sge rs = sge_of(src, 2000, 1000);
+	ck_assert_int_eq(post_rdma(A->qp, 3, IW_WR_RDMA_READ, 0, &rs, 1, (void *)(uintptr_t)(iova + 100),
+				   key),
+			 0);
+	pump(&w);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	expect_wc(A->scq, 3, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	ck_assert(memcmp(mem->p + 100, src->p, 1000) == 0);
+	ck_assert(memcmp(src->p + 2000, src->p, 1000) == 0);
+	/* Registering a valid MR again fails locally: LOC_QP_OP_ERR. */
+	local_inv_wr(B->qp, 4, key);
+	pump(&w);
+	expect_wc(B->scq, 4, IW_WC_SUCCESS, IW_WC_LOCAL_INV);
+	ck_assert_int_eq(post_rdma(A->qp, 5, IW_WR_RDMA_WRITE, 0, &sg, 1, (void *)(uintptr_t)(iova + 100),
+				   key),
+			 0);
+	pump(&w);
+	tap_check(&w);
+	expect_pair_terminate(&w, 1, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR);
+	/* The Write left A whole: it completed when written. */
+	expect_wc(A->scq, 5, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* Send with Invalidate: the receive reports the STag, which is dead from
+ * then on; with SE the completion is solicited too. */
+START_TEST(test_send_with_inv)
+{
+	bool se = _i;
+	struct cfg g = {.mk_ba = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct iw_mr *fr = iw_alloc_mr(w.pd, 1);
+	struct buf *mem = buf_new(&w, NULL, 512, 0);
+	struct buf *m = buf_new(&w, w.pd, 512, 0);
+	struct buf *r = buf_new(&w, w.pd, 512, IW_ACCESS_LOCAL_WRITE);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	reg_mr_wr(B->qp, 1, fr, key, ACC_RW, (uintptr_t)mem->p, mem->p, 512);
+	post_recv_buf(B->qp, 2, r, 0, 512);
+	pump(&w);
+	expect_wc(B->scq, 1, IW_WC_SUCCESS, IW_WC_REG_MR);
+	fill(m->p, 512, 8);
+	struct iw_sge sg = sge_of(m, 0, 300);
+	struct iw_send_wr wr = wr_of(3, IW_WR_SEND_WITH_INV, se ? IW_SEND_SOLICITED : 0, &sg, 1);
+	wr.invalidate_rkey = key;
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	pump(&w);
+	expect_wc(A->scq, 3, IW_WC_SUCCESS, IW_WC_SEND);
+	struct iw_wc wc = expect_wc(B->rcq, 2, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 300);
+	ck_assert_uint_eq(wc.wc_flags, IW_WC_WITH_INV | (se ? IW_WC_SOLICITED : 0));
+	ck_assert_uint_eq(wc.invalidated_rkey, key);
+	ck_assert(memcmp(r->p, m->p, 300) == 0);
+	ck_assert_int_eq(post_rdma(A->qp, 4, IW_WR_RDMA_WRITE, 0, &sg, 1, mem->p, key), 0);
+	pump(&w);
+	expect_pair_terminate(&w, 1, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR);
+	expect_wc(A->scq, 4, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	ck_assert(memcmp(mem->p, (uint8_t[512]){0}, 512) == 0);
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* A REG_MR that fails (the MR is already valid) completes in error and
+ * takes the QP to ERR: the WRs behind it flush, the peer is told. */
+START_TEST(test_local_wr_error)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct iw_mr *fr = iw_alloc_mr(w.pd, 1);
+	struct buf *mem = buf_new(&w, NULL, 64, 0);
+	struct buf *m = buf_new(&w, w.pd, 64, 0);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	reg_mr_wr(A->qp, 1, fr, key, ACC_RW, (uintptr_t)mem->p, mem->p, 64);
+	pump(&w);
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_REG_MR);
+	ck_assert_int_eq(post_send_buf(A->qp, 2, 0, m, 8), 0);
+	reg_mr_wr(A->qp, 3, fr, iw_inc_rkey(key), ACC_RW, (uintptr_t)mem->p, mem->p, 64);
+	ck_assert_int_eq(post_send_buf(A->qp, 4, 0, m, 8), 0);
+	struct buf *r = buf_new(&w, w.pd, 64, IW_ACCESS_LOCAL_WRITE);
+	post_recv_buf(B->qp, 10, r, 0, 64);
+	post_recv_buf(B->qp, 11, r, 0, 64);
+	pump(&w);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(B->rcq, 10, IW_WC_SUCCESS, IW_WC_RECV);
+	expect_wc(B->rcq, 11, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	struct iw_wc wc = expect_wc(A->scq, 3, IW_WC_LOC_QP_OP_ERR, IW_WC_REG_MR);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_RDMAP_CATASTROPHIC);
+	expect_wc(A->scq, 4, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	expect_empty(A->scq);
+	ck_assert_uint_eq(fr->rkey, key); /* unchanged */
+	expect_pair_terminate(&w, 0, IW_TERM_RDMAP_CATASTROPHIC, IW_EVENT_QP_FATAL);
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ SRQ */
+
+START_TEST(test_srq)
+{
+	struct cfg g = {.srq = true, .nqp = 4, .crc = true};
+	struct world w;
+	world_new(&w, &g);
+	w.mode = FEED_RANDOM;
+	world_start(&w);
+	struct buf *r = buf_new(&w, w.pd, 16 * 128, IW_ACCESS_LOCAL_WRITE);
+	struct buf *m = buf_new(&w, w.pd, 256, 0);
+	fill(m->p, 256, 4);
+	/* A QP on an SRQ has no receive queue of its own. */
+	struct iw_sge s0 = sge_of(r, 0, 8);
+	ck_assert_int_eq(post_recv_sg(w.e[1].qp, 1, &s0, 1), EINVAL);
+	for (int k = 0; k < 8; k++) {
+		struct iw_sge sg = sge_of(r, (size_t)k * 128, 128);
+		struct iw_recv_wr rw = {.wr_id = 100 + (uint64_t)k, .sg_list = &sg, .num_sge = 1};
+		ck_assert_int_eq(iw_post_srq_recv(w.srq, &rw, NULL), 0);
+	}
+	struct iw_srq_attr sa = {.srq_limit = 4};
+	ck_assert_int_eq(iw_modify_srq(w.srq, &sa, IW_SRQ_LIMIT), 0);
+	struct iw_async_event ev[4];
+	/* Four messages, alternating between the two pairs: 4 left, no event. */
+	for (int k = 0; k < 4; k++) {
+		int a = (k & 1) * 2;
+		ck_assert_int_eq(post_send_buf(w.e[a].qp, (uint64_t)k, 0, m, (size_t)(k + 1) * 10), 0);
+		pump(&w);
+		struct iw_wc wc = expect_wc(w.e[a + 1].rcq, 100 + (uint64_t)k, IW_WC_SUCCESS,
+					    IW_WC_RECV);
+		ck_assert_uint_eq(wc.qp_num, iw_qp_num(w.e[a + 1].qp));
+		ck_assert_uint_eq(wc.byte_len, (size_t)(k + 1) * 10);
+		ck_assert(memcmp(r->p + k * 128, m->p, (size_t)(k + 1) * 10) == 0);
+	}
+	ck_assert_int_eq(async_count(w.ctx, ev, 4), 0);
+	/* The fifth leaves 3 < 4: one SRQ_LIMIT_REACHED, then disarmed. */
+	ck_assert_int_eq(post_send_buf(w.e[2].qp, 4, 0, m, 1), 0);
+	pump(&w);
+	expect_wc(w.e[3].rcq, 104, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_int_eq(async_count(w.ctx, ev, 4), 1);
+	ck_assert_int_eq(ev[0].event_type, IW_EVENT_SRQ_LIMIT_REACHED);
+	ck_assert_ptr_eq(ev[0].element.srq, w.srq);
+	ck_assert_int_eq(post_send_buf(w.e[0].qp, 5, 0, m, 1), 0);
+	pump(&w);
+	expect_wc(w.e[1].rcq, 105, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_int_eq(async_count(w.ctx, ev, 4), 0);
+	for (int a = 0; a < 4; a += 2) {
+		for (int k = 0; k < 6; k++)
+			if ((k < 4 && (k & 1) * 2 == a) || (k == 4 && a == 2) || (k == 5 && a == 0))
+				expect_wc(w.e[a].scq, (uint64_t)k, IW_WC_SUCCESS, IW_WC_SEND);
+		expect_empty(w.e[a].scq);
+	}
+	/* Two WQEs remain: a QP that loses its connection leaves them for the
+	 * others (the SRQ is not the QP's to flush). */
+	iw_qp_conn_lost(w.e[1].qp, false);
+	expect_empty(w.e[1].rcq);
+	ck_assert_int_eq(post_send_buf(w.e[2].qp, 6, 0, m, 2), 0);
+	pump(&w);
+	expect_wc(w.e[3].rcq, 106, IW_WC_SUCCESS, IW_WC_RECV);
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ RFC 7306 */
+
+START_TEST(test_rfc7306_refused)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct buf *b = buf_new(&w, w.pd, 64, ACC_ALL);
+	struct iw_sge sg = sge_of(b, 0, 8);
+	static const enum iw_wr_opcode ops[] = {IW_WR_RDMA_WRITE_WITH_IMM, IW_WR_SEND_WITH_IMM,
+						IW_WR_ATOMIC_CMP_AND_SWP,
+						IW_WR_ATOMIC_FETCH_AND_ADD};
+	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+		struct iw_send_wr wr = wr_of(k, ops[k], 0, &sg, 1);
+		wr.wr.atomic.remote_addr = (uintptr_t)b->p;
+		wr.wr.atomic.rkey = b->mr->rkey;
+		ck_assert_int_eq(post_wr(w.e[0].qp, &wr), EINVAL);
+	}
+	ck_assert_uint_eq(pump_dir(&w, 0), 0);
+	expect_empty(w.e[0].scq);
+	world_free(&w);
+}
+END_TEST
+
+START_TEST(test_rfc7306_ops)
+{
+	struct cfg g = {.create_flags = IW_QP_CREATE_RFC7306, .crc = _i, .mk_ab = _i};
+	struct world w;
+	world_new(&w, &g);
+	w.mode = (enum feed_mode)(_i ? FEED_BYTES : FEED_DIRECT);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *tgt = buf_new(&w, w.pd, 64, ACC_ALL);
+	struct buf *res = buf_new(&w, w.pd, 64, IW_ACCESS_LOCAL_WRITE);
+	struct buf *src = buf_new(&w, w.pd, 300, 0);
+	uint64_t v = 100;
+	memcpy(tgt->p + 8, &v, 8);
+	struct iw_sge sg = sge_of(res, 0, 8);
+	struct iw_send_wr wr = wr_of(1, IW_WR_ATOMIC_FETCH_AND_ADD, 0, &sg, 1);
+	wr.wr.atomic.remote_addr = (uintptr_t)(tgt->p + 8);
+	wr.wr.atomic.rkey = tgt->mr->rkey;
+	wr.wr.atomic.compare_add = 5;
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	struct iw_sge sg2 = sge_of(res, 8, 8);
+	wr = wr_of(2, IW_WR_ATOMIC_CMP_AND_SWP, 0, &sg2, 1);
+	wr.wr.atomic.remote_addr = (uintptr_t)(tgt->p + 8);
+	wr.wr.atomic.rkey = tgt->mr->rkey;
+	wr.wr.atomic.compare_add = 105;
+	wr.wr.atomic.swap = 7;
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	struct iw_sge sg3 = sge_of(res, 16, 8);
+	wr = wr_of(3, IW_WR_ATOMIC_CMP_AND_SWP, 0, &sg3, 1);
+	wr.wr.atomic.remote_addr = (uintptr_t)(tgt->p + 8);
+	wr.wr.atomic.rkey = tgt->mr->rkey;
+	wr.wr.atomic.compare_add = 999;
+	wr.wr.atomic.swap = 1;
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	/* Write with immediate: the data lands, then a receive completes. */
+	fill(src->p, 300, 11);
+	struct buf *wt = buf_new(&w, w.pd, 300, ACC_RW);
+	ck_assert_int_eq(post_recv_sg(B->qp, 9, NULL, 0), 0);
+	struct iw_sge ws = sge_of(src, 0, 300);
+	wr = wr_of(4, IW_WR_RDMA_WRITE_WITH_IMM, IW_SEND_SOLICITED, &ws, 1);
+	wr.wr.rdma.remote_addr = (uintptr_t)wt->p;
+	wr.wr.rdma.rkey = wt->mr->rkey;
+	wr.imm_data = htonl(0x12345678);
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	pump(&w);
+	tap_check(&w);
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_FETCH_ADD);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_COMP_SWAP);
+	expect_wc(A->scq, 3, IW_WC_SUCCESS, IW_WC_COMP_SWAP);
+	expect_wc(A->scq, 4, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	uint64_t r[3];
+	memcpy(r, res->p, sizeof(r));
+	ck_assert_uint_eq(r[0], 100);
+	ck_assert_uint_eq(r[1], 105);
+	ck_assert_uint_eq(r[2], 7);
+	memcpy(&v, tgt->p + 8, 8);
+	ck_assert_uint_eq(v, 7);
+	struct iw_wc wc = expect_wc(B->rcq, 9, IW_WC_SUCCESS, IW_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.imm_data, htonl(0x12345678));
+	ck_assert_uint_eq(wc.wc_flags, IW_WC_WITH_IMM | IW_WC_SOLICITED);
+	ck_assert(memcmp(wt->p, src->p, 300) == 0);
+	/* An atomic on an MR without REMOTE_ATOMIC: RDMAP access error. */
+	struct buf *na = buf_new(&w, w.pd, 16, ACC_RW);
+	wr = wr_of(5, IW_WR_ATOMIC_FETCH_AND_ADD, 0, &sg, 1);
+	wr.wr.atomic.remote_addr = (uintptr_t)na->p;
+	wr.wr.atomic.rkey = na->mr->rkey;
+	wr.wr.atomic.compare_add = 1;
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	pump(&w);
+	expect_pair_terminate(&w, 1, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR);
+	expect_wc(A->scq, 5, IW_WC_WR_FLUSH_ERR, IW_WC_FETCH_ADD);
+	ck_assert(memcmp(na->p, (uint8_t[16]){0}, 16) == 0);
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ errors */
+
+/* The connection drops with work everywhere: every WR completes exactly
+ * once, in order, errors reported even for unsignaled WRs. */
+START_TEST(test_conn_lost)
+{
+	struct cfg g = {.no_sig_all = true, .ord = 2};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *m = buf_new(&w, w.pd, 100000, ACC_RW | IW_ACCESS_REMOTE_READ);
+	struct buf *r = buf_new(&w, w.pd, 100000, ACC_RW | IW_ACCESS_REMOTE_READ);
+	for (int k = 0; k < 3; k++)
+		post_recv_buf(B->qp, 100 + (uint64_t)k, r, 0, 100000);
+	post_recv_buf(A->qp, 200, m, 0, 10);
+	ck_assert_int_eq(post_send_buf(A->qp, 1, IW_SEND_SIGNALED, m, 100000), 0);
+	struct iw_sge sg = sge_of(m, 0, 5000);
+	ck_assert_int_eq(post_rdma(A->qp, 2, IW_WR_RDMA_WRITE, 0, &sg, 1, r->p, r->mr->rkey), 0);
+	ck_assert_int_eq(post_rdma(A->qp, 3, IW_WR_RDMA_READ, IW_SEND_SIGNALED, &sg, 1, r->p,
+				   r->mr->rkey),
+			 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 4, 0, m, 10), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 5, IW_SEND_SIGNALED, m, 10), 0);
+	if (_i == 1) {
+		/* A prefix of the first batch is written: less than Send 1. */
+		w.partial = true;
+		pump_dir(&w, 0);
+	} else if (_i == 2) {
+		/* All of A's octets arrive; B owes the Read Response. */
+		while (pump_dir(&w, 0))
+			;
+	}
+	iw_qp_conn_lost(A->qp, false);
+	iw_qp_conn_lost(B->qp, _i == 2);
+	ck_assert_int_eq(qp_state(A->qp), IW_QPS_ERR);
+	ck_assert_int_eq(qp_state(B->qp), IW_QPS_ERR);
+	ck_assert(!iw_qp_tx_pending(A->qp));
+	ck_assert(!iw_qp_tx_pending(B->qp));
+	struct iovec iov[4];
+	ck_assert_int_eq(iw_qp_tx_iov(A->qp, iov, 4), 0);
+	ck_assert_int_eq(iw_qp_tx_iov(B->qp, iov, 4), 0);
+	if (_i == 2) {
+		/* Written WRs succeeded (2 and 4 silently); the unanswered Read
+		 * flushes; B took all three Sends. */
+		expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_SEND);
+		expect_wc(A->scq, 3, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+		expect_wc(A->scq, 5, IW_WC_SUCCESS, IW_WC_SEND);
+		for (uint64_t k = 100; k < 103; k++)
+			expect_wc(B->rcq, k, IW_WC_SUCCESS, IW_WC_RECV);
+	} else {
+		/* Nothing (or part of Send 1) went out: all flush, the
+		 * unsignaled ones too; B's partly filled receive first. */
+		for (uint64_t k = 1; k <= 5; k++)
+			expect_wc(A->scq, k, IW_WC_WR_FLUSH_ERR,
+				  k == 2 ? IW_WC_RDMA_WRITE : k == 3 ? IW_WC_RDMA_READ : IW_WC_SEND);
+		for (uint64_t k = 100; k < 103; k++)
+			expect_wc(B->rcq, k, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	}
+	expect_empty(A->scq);
+	expect_wc(A->rcq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_empty(A->rcq);
+	expect_empty(B->rcq);
+	expect_empty(B->scq);
+	/* After ERR new WRs complete with flush status at once. */
+	ck_assert_int_eq(post_send_buf(A->qp, 6, 0, m, 10), 0);
+	expect_wc(A->scq, 6, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	post_recv_buf(A->qp, 201, m, 0, 10);
+	expect_wc(A->rcq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	struct iw_async_event ev[2];
+	ck_assert_int_eq(async_count(w.ctx, ev, 2), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* The application moves a QP to ERR: flush, and the peer is not told. */
+START_TEST(test_modify_err)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0];
+	struct buf *m = buf_new(&w, w.pd, 64, ACC_RW);
+	post_recv_buf(A->qp, 1, m, 0, 64);
+	post_recv_buf(A->qp, 2, m, 0, 64);
+	struct iw_sge sg = sge_of(m, 0, 8);
+	ck_assert_int_eq(post_rdma(A->qp, 3, IW_WR_RDMA_READ, 0, &sg, 1, m->p, 0x5500), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 4, 0, m, 8), 0);
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_ERR};
+	ck_assert_int_eq(iw_modify_qp(A->qp, &qa, IW_QP_STATE), 0);
+	ck_assert_int_eq(qp_state(A->qp), IW_QPS_ERR);
+	expect_wc(A->scq, 3, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(A->scq, 4, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	expect_wc(A->rcq, 1, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_wc(A->rcq, 2, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	ck_assert(iw_qp_take_events(A->qp) & IW_QPE_ERROR);
+	ck_assert_uint_eq(pump_dir(&w, 0), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 5, 0, m, 8), 0);
+	expect_wc(A->scq, 5, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	expect_empty(A->scq);
+	expect_empty(A->rcq);
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ hostile peer */
+
+/* The QP under test is w.e[0] (responder, no P2P unless asked); the host
+ * plays its peer with the public codecs. */
+struct hseg {
+	struct iw_ddp_hdr ddp;
+	struct iw_rdmap_hdr rdmap;
+	uint32_t plen;
+};
+
+struct host {
+	struct world *w;
+	struct iw_qp *qp;
+	struct iw_fpdu_tx tx; /* host -> qp */
+	struct iw_fpdu_rx rx; /* qp -> host */
+	uint32_t msn[4];
+	unsigned nseg;
+	struct hseg seg[64];
+	unsigned nterm;
+	struct iw_terminate term;
+	int rx_err;
+	uint8_t wire[2 * 65536 + 4096];
+	size_t wire_len; /* the last FPDU built */
+	/* the offending segment, for the TERMINATE's copies */
+	uint8_t off_hdr[IW_FPDU_HDR_MAX];
+	size_t off_hdr_len;
+	uint16_t off_ulpdu;
+};
+
+struct hfix {
+	struct world w;
+	struct host h;
+	struct iw_qp *qp;
+	struct buf *rbuf, *sink, *msg, *mr_rw, *mr_rd, *mr_lw, *mr_pd2;
+	int nrecv;      /* receives posted (ids 100..) */
+	int nrecv_done; /* ... of which the test completed successfully */
+	bool reads;     /* two Reads toward the host (200, 201) and a Send (202) */
+	bool rtr_wait;  /* the QP is a P2P responder waiting for a WRITE RTR */
+};
+
+static size_t hb_untagged(uint8_t *h, unsigned op, uint32_t qn, uint32_t msn, uint32_t mo,
+			  bool last)
+{
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, last), .rdmap_ctrl = iw_rdmap_ctrl(op)};
+	d.qn = qn;
+	d.msn = msn;
+	d.mo = mo;
+	int n = iw_ddp_hdr_build(h, IW_FPDU_HDR_MAX, &d);
+	ck_assert_int_eq(n, IW_DDP_UNTAGGED_HDR_LEN);
+	return (size_t)n;
+}
+
+static size_t hb_tagged(uint8_t *h, unsigned op, uint32_t stag, uint64_t to, bool last)
+{
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(true, last), .rdmap_ctrl = iw_rdmap_ctrl(op)};
+	d.stag = stag;
+	d.to = to;
+	int n = iw_ddp_hdr_build(h, IW_FPDU_HDR_MAX, &d);
+	ck_assert_int_eq(n, IW_DDP_TAGGED_HDR_LEN);
+	return (size_t)n;
+}
+
+/* Frame hdr + payload as the host's next FPDU into h->wire and remember it
+ * as the offending segment. */
+static size_t host_build(struct host *h, const uint8_t *hdr, size_t hl, const void *pay,
+			 size_t plen)
+{
+	static struct iovec iov[IW_FPDU_IOV_NEED(1, IW_FPDU_MARKERS_MAX)];
+	static struct iw_fpdu_out o;
+	o.iov = iov;
+	o.iov_cap = (int)(sizeof(iov) / sizeof(iov[0]));
+	struct iovec p = {.iov_base = (void *)(uintptr_t)pay, .iov_len = plen};
+	ck_assert_int_eq(iw_fpdu_encode(&h->tx, &o, hdr, hl, &p, plen ? 1 : 0), 0);
+	size_t n = 0;
+	for (int i = 0; i < o.iovcnt; i++) {
+		ck_assert_uint_le(n + iov[i].iov_len, sizeof(h->wire));
+		memcpy(h->wire + n, iov[i].iov_base, iov[i].iov_len);
+		n += iov[i].iov_len;
+	}
+	ck_assert_uint_eq(n, o.wire_len);
+	memcpy(h->off_hdr, hdr, hl);
+	h->off_hdr_len = hl;
+	h->off_ulpdu = (uint16_t)(hl + plen);
+	h->wire_len = n;
+	return n;
+}
+
+static void host_feed(struct host *h, const uint8_t *p, size_t n)
+{
+	feed(h->w, h->qp, p, n);
+}
+
+static void host_fpdu(struct host *h, const uint8_t *hdr, size_t hl, const void *pay, size_t plen)
+{
+	host_build(h, hdr, hl, pay, plen);
+	host_feed(h, h->wire, h->wire_len);
+}
+
+/* A whole untagged message in one segment, with the next MSN of its queue. */
+static void host_untagged(struct host *h, unsigned op, const void *pay, size_t plen)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	uint32_t qn = (uint32_t)iw_rdmap_opcode_qn(op);
+	size_t hl = hb_untagged(hdr, op, qn, h->msn[qn]++, 0, true);
+	host_fpdu(h, hdr, hl, pay, plen);
+}
+
+static void host_write(struct host *h, uint32_t stag, uint64_t to, const void *pay, size_t plen)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_tagged(hdr, IW_OP_WRITE, stag, to, true);
+	host_fpdu(h, hdr, hl, pay, plen);
+}
+
+static void host_read_req_to(struct host *h, uint32_t sink_stag, uint32_t src_stag,
+			     uint64_t src_to, uint32_t size)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_READ_REQ, IW_QN_READ_REQ, h->msn[IW_QN_READ_REQ]++, 0,
+				true);
+	struct iw_read_req r = {.sink_stag = sink_stag, .sink_to = 0x1000, .read_size = size,
+				.src_stag = src_stag, .src_to = src_to};
+	hl += (size_t)iw_rdmap_read_req_build(hdr + hl, sizeof(hdr) - hl, &r);
+	host_fpdu(h, hdr, hl, NULL, 0);
+}
+
+static void host_read_req(struct host *h, uint32_t src_stag, uint64_t src_to, uint32_t size)
+{
+	host_read_req_to(h, 0x4242, src_stag, src_to, size);
+}
+
+/* Take everything the QP has to send and decode it. */
+static void host_drain(struct host *h)
+{
+	for (;;) {
+		size_t n = take_tx(h->w, h->qp);
+		if (!n)
+			break;
+		const uint8_t *p = h->w->stage;
+		while (n && !h->rx_err) {
+			struct iw_rx_event ev;
+			size_t used = 0;
+			int rc = iw_fpdu_rx_next(&h->rx, &ev, p, n, &used);
+			p += used;
+			n -= used;
+			if (rc < 0)
+				h->rx_err = rc;
+			if (rc <= 0)
+				break;
+			if (ev.kind != IW_RX_SEG_HDR)
+				continue;
+			ck_assert_uint_lt(h->nseg, 64);
+			struct hseg *s = &h->seg[h->nseg++];
+			s->ddp = ev.seg->ddp;
+			s->rdmap = ev.seg->rdmap;
+			s->plen = ev.seg->payload_len;
+			if (iw_ddp_opcode(&ev.seg->ddp) == IW_OP_TERMINATE) {
+				h->nterm++;
+				h->term = ev.seg->rdmap.u.term;
+			}
+		}
+	}
+	ck_assert_int_eq(h->rx_err, 0);
+}
+
+enum hflags {
+	HF_CRC = 1 << 0,
+	HF_MK_IN = 1 << 1,  /* markers host -> QP */
+	HF_MK_OUT = 1 << 2, /* markers QP -> host */
+	HF_NO_READS = 1 << 3,
+	HF_RTR = 1 << 4,    /* P2P responder expecting a WRITE RTR */
+	HF_7306 = 1 << 5,
+	HF_SIW = 1 << 6,    /* read the peer's TERMINATE in siw's layout */
+	HF_SMALL_RQ = 1 << 7, /* an RQ of exactly the three fixture receives */
+};
+
+static void hfix_init(struct hfix *f, unsigned flags, enum feed_mode mode)
+{
+	memset(f, 0, sizeof(*f));
+	struct cfg g = {
+		.nqp = 1,
+		.crc = flags & HF_CRC,
+		.mk_ab = (flags & HF_MK_IN) != 0,
+		.mk_ba = (flags & HF_MK_OUT) != 0,
+		.ird = 2,
+		.ord = 4,
+		.p2p = (flags & HF_RTR) != 0,
+		.rtr = (flags & HF_RTR) ? IW_RTR_WRITE : 0,
+		.create_flags = (flags & HF_7306) ? IW_QP_CREATE_RFC7306 : 0,
+		.no_sig_all = true,
+		.rq = (flags & HF_SMALL_RQ) ? 3 : 0,
+	};
+	struct world *w = &f->w;
+	world_new(w, &g);
+	w->mode = mode;
+	w->tap = false;
+	w->e[0].conn.peer_siw_term = flags & HF_SIW;
+	f->qp = w->e[0].qp;
+	world_start(w);
+	struct host *h = &f->h;
+	h->w = w;
+	h->qp = f->qp;
+	iw_fpdu_tx_init(&h->tx, g.crc, g.mk_ab, 0);
+	iw_fpdu_rx_init(&h->rx, g.crc, g.mk_ba, 0, 0, 0);
+	for (int i = 0; i < 4; i++)
+		h->msn[i] = 1;
+	f->rtr_wait = flags & HF_RTR;
+
+	f->rbuf = buf_new(w, w->pd, 3 * 64, IW_ACCESS_LOCAL_WRITE);
+	f->sink = buf_new(w, w->pd, 64, ACC_RW);
+	f->msg = buf_new(w, w->pd, 64, 0);
+	f->mr_rw = buf_new(w, w->pd, 64, ACC_RW | IW_ACCESS_REMOTE_READ | IW_ACCESS_REMOTE_ATOMIC);
+	f->mr_rd = buf_new(w, w->pd, 64, ACC_RD);
+	f->mr_lw = buf_new(w, w->pd, 64, IW_ACCESS_LOCAL_WRITE);
+	f->mr_pd2 = buf_new(w, w->pd2, 64, ACC_RW | IW_ACCESS_REMOTE_READ);
+	fill(f->mr_rd->p, 64, 1);
+	fill(f->mr_rw->p, 64, 2);
+	f->nrecv = 3;
+	for (int i = 0; i < 3; i++)
+		post_recv_buf(f->qp, 100 + (uint64_t)i, f->rbuf, (size_t)i * 64, 64);
+	f->reads = !(flags & HF_NO_READS);
+	if (f->reads) {
+		for (int i = 0; i < 2; i++) {
+			struct iw_sge sg = sge_of(f->sink, (size_t)i * 32, 32);
+			ck_assert_int_eq(post_rdma(f->qp, 200 + (uint64_t)i, IW_WR_RDMA_READ,
+						   IW_SEND_SIGNALED, &sg, 1, (void *)0x9000, 0x7700),
+					 0);
+		}
+		ck_assert_int_eq(post_send_buf(f->qp, 202, IW_SEND_SIGNALED, f->msg, 16), 0);
+	}
+	host_drain(h);
+	if (f->rtr_wait) {
+		ck_assert_uint_eq(h->nseg, 0); /* nothing before the RTR */
+	} else if (f->reads) {
+		ck_assert_uint_eq(h->nseg, 3);
+		ck_assert_uint_eq(iw_ddp_opcode(&h->seg[0].ddp), IW_OP_READ_REQ);
+		ck_assert_uint_eq(iw_ddp_opcode(&h->seg[1].ddp), IW_OP_READ_REQ);
+		ck_assert_uint_eq(iw_ddp_opcode(&h->seg[2].ddp), IW_OP_SEND);
+	}
+}
+
+enum hcopy { COPY_NONE, COPY_DDP, COPY_DDP_RDMA };
+
+/* The exact TERMINATE, ERR, one async event, exact flushes, and flush at
+ * once for anything posted afterwards; the QP sends nothing more. */
+static void hfix_expect_term(struct hfix *f, uint16_t term, enum iw_event_type evt,
+			     enum hcopy copy)
+{
+	struct host *h = &f->h;
+	struct end *e = &f->w.e[0];
+	/* Receives flush at once, before the TERMINATE is even written. */
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_ERR);
+	for (int i = f->nrecv_done; i < f->nrecv; i++) {
+		struct iw_wc wc = expect_wc(e->rcq, 100 + (uint64_t)i, IW_WC_WR_FLUSH_ERR,
+					    IW_WC_RECV);
+		ck_assert_uint_eq(wc.qp_num, iw_qp_num(f->qp));
+		ck_assert_uint_eq(wc.vendor_err, term);
+	}
+	expect_empty(e->rcq);
+	host_drain(h);
+	ck_assert_msg(h->nterm == 1, "want TERMINATE %s, got %u TERMINATEs", iw_term_str(term),
+		      h->nterm);
+	ck_assert_msg(h->term.term == term, "TERMINATE %04x (%s), want %04x (%s)", h->term.term,
+		      iw_term_str(h->term.term), term, iw_term_str(term));
+	/* It is the last FPDU: queue 2, MSN 1, L set. */
+	const struct hseg *t = &h->seg[h->nseg - 1];
+	ck_assert_uint_eq(iw_ddp_opcode(&t->ddp), IW_OP_TERMINATE);
+	ck_assert_uint_eq(t->ddp.qn, IW_QN_TERMINATE);
+	ck_assert_uint_eq(t->ddp.msn, 1);
+	ck_assert(iw_ddp_last(&t->ddp));
+	if (copy == COPY_NONE) {
+		ck_assert_uint_eq(h->term.hdrct, 0);
+	} else {
+		uint8_t want = IW_TERM_HDR_M | IW_TERM_HDR_D;
+		if (copy == COPY_DDP_RDMA)
+			want |= IW_TERM_HDR_R;
+		ck_assert_uint_eq(h->term.hdrct, want);
+		ck_assert_uint_eq(h->term.ddp_seg_len, h->off_ulpdu);
+		size_t dl = (h->off_hdr[0] & IW_DDP_T) ? IW_DDP_TAGGED_HDR_LEN
+						      : IW_DDP_UNTAGGED_HDR_LEN;
+		ck_assert_uint_eq(h->term.ddp_hdr_len, dl);
+		ck_assert(memcmp(h->term.ddp_hdr, h->off_hdr, dl) == 0);
+		if (copy == COPY_DDP_RDMA)
+			ck_assert(memcmp(h->term.rdma_hdr, h->off_hdr + dl,
+					 IW_RDMAP_READ_REQ_LEN) == 0);
+	}
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_ERR);
+	ck_assert(iw_qp_take_events(f->qp) & IW_QPE_ERROR);
+	struct iw_async_event ev[4];
+	ck_assert_int_eq(async_count(f->w.ctx, ev, 4), 1);
+	ck_assert_msg(ev[0].event_type == evt, "async %s, want %s",
+		      iw_event_type_str(ev[0].event_type), iw_event_type_str(evt));
+	ck_assert_ptr_eq(ev[0].element.qp, f->qp);
+	ck_assert_uint_eq(ev[0].term, term);
+	ck_assert(!ev[0].term_from_peer);
+	/* Send flushes: each WR exactly once, in order. */
+	if (f->reads) {
+		expect_wc(e->scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+		expect_wc(e->scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+		/* Written before the error, held behind the Reads; a P2P
+		 * responder that never saw the RTR wrote nothing. */
+		expect_wc(e->scq, 202, f->rtr_wait ? IW_WC_WR_FLUSH_ERR : IW_WC_SUCCESS,
+			  IW_WC_SEND);
+	}
+	expect_empty(e->scq);
+	/* Later WRs flush at once; later input is dropped; nothing goes out. */
+	ck_assert_int_eq(post_send_buf(f->qp, 300, 0, f->msg, 8), 0);
+	expect_wc(e->scq, 300, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	post_recv_buf(f->qp, 301, f->rbuf, 0, 8);
+	expect_wc(e->rcq, 301, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	uint8_t junk[40];
+	fill(junk, sizeof(junk), 5);
+	host_feed(h, junk, sizeof(junk));
+	unsigned n = h->nseg;
+	host_drain(h);
+	ck_assert_uint_eq(h->nseg, n);
+	ck_assert(!iw_qp_tx_pending(f->qp));
+	expect_empty(e->scq);
+	expect_empty(e->rcq);
+	ck_assert_int_eq(async_count(f->w.ctx, ev, 4), 0);
+}
+
+/* ---------------------------------------------------------------- cases */
+
+struct hcase {
+	const char *name;
+	unsigned flags;      /* HF_* always set */
+	void (*act)(struct hfix *f);
+	uint16_t term;
+	enum iw_event_type ev;
+	enum hcopy copy;
+};
+
+static void a_write_inv_stag(struct hfix *f)
+{
+	uint8_t d[16] = {0};
+	host_write(&f->h, 0x00ABCD00u, 0x1000, d, sizeof(d));
+}
+
+static void a_write_stale_key(struct hfix *f)
+{
+	uint8_t d[16] = {0};
+	host_write(&f->h, f->mr_rw->mr->rkey ^ 1, (uintptr_t)f->mr_rw->p, d, sizeof(d));
+}
+
+static void a_write_bounds(struct hfix *f)
+{
+	uint8_t d[16] = {0};
+	host_write(&f->h, f->mr_rw->mr->rkey, (uintptr_t)f->mr_rw->p + 60, d, sizeof(d));
+}
+
+static void a_write_below(struct hfix *f)
+{
+	uint8_t d[16] = {0};
+	host_write(&f->h, f->mr_rw->mr->rkey, (uintptr_t)f->mr_rw->p - 1, d, sizeof(d));
+}
+
+static void a_write_access(struct hfix *f)
+{
+	uint8_t d[16] = {0};
+	host_write(&f->h, f->mr_lw->mr->rkey, (uintptr_t)f->mr_lw->p, d, sizeof(d));
+}
+
+static void a_write_pd(struct hfix *f)
+{
+	uint8_t d[16] = {0};
+	host_write(&f->h, f->mr_pd2->mr->rkey, (uintptr_t)f->mr_pd2->p, d, sizeof(d));
+}
+
+static void a_write_wrap(struct hfix *f)
+{
+	uint8_t d[16] = {0};
+	host_write(&f->h, f->mr_rw->mr->rkey, UINT64_MAX - 4, d, sizeof(d));
+}
+
+/* A fast-reg MR registered and invalidated by our own WRs. */
+static void a_write_invalidated(struct hfix *f)
+{
+	struct iw_mr *fr = iw_alloc_mr(f->w.pd, 1);
+	struct buf *mem = buf_new(&f->w, NULL, 64, 0);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	/* The fixture's Reads are still in flight: REG_MR and LOCAL_INV run
+	 * at once but complete behind them. */
+	reg_mr_wr(f->qp, 210, fr, key, ACC_RW, (uintptr_t)mem->p, mem->p, 64);
+	uint8_t d[16];
+	fill(d, 16, 1);
+	host_drain(&f->h);
+	host_write(&f->h, key, (uintptr_t)mem->p, d, sizeof(d)); /* accepted */
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_RTS);
+	ck_assert(memcmp(mem->p, d, 16) == 0);
+	local_inv_wr(f->qp, 211, key);
+	host_drain(&f->h);
+	memset(d, 0, sizeof(d));
+	host_write(&f->h, key, (uintptr_t)mem->p, d, sizeof(d));
+	ck_assert(memcmp(mem->p, d, 16) != 0); /* not placed */
+	host_drain(&f->h);
+	expect_wc(f->w.e[0].scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(f->w.e[0].scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(f->w.e[0].scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(f->w.e[0].scq, 210, IW_WC_SUCCESS, IW_WC_REG_MR);
+	expect_wc(f->w.e[0].scq, 211, IW_WC_SUCCESS, IW_WC_LOCAL_INV);
+	f->reads = false; /* checked here */
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+}
+
+/* Invalidated by the host's Send with Invalidate, then written. */
+static void a_write_remote_invalidated(struct hfix *f)
+{
+	struct iw_mr *fr = iw_alloc_mr(f->w.pd, 1);
+	struct buf *mem = buf_new(&f->w, NULL, 64, 0);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	reg_mr_wr(f->qp, 210, fr, key, ACC_RW, (uintptr_t)mem->p, mem->p, 64);
+	host_drain(&f->h);
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, true),
+			       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_SEND_INV)};
+	d.qn = 0;
+	d.msn = f->h.msn[0]++;
+	d.inv_stag = key;
+	size_t hl = (size_t)iw_ddp_hdr_build(hdr, sizeof(hdr), &d);
+	host_fpdu(&f->h, hdr, hl, "hello", 5);
+	struct iw_wc wc = expect_wc(f->w.e[0].rcq, 100, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.wc_flags, IW_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_rkey, key);
+	ck_assert_uint_eq(wc.byte_len, 5);
+	f->nrecv_done = 1;
+	uint8_t z[16] = {0};
+	host_write(&f->h, key, (uintptr_t)mem->p, z, sizeof(z));
+	host_drain(&f->h);
+	expect_wc(f->w.e[0].scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(f->w.e[0].scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(f->w.e[0].scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(f->w.e[0].scq, 210, IW_WC_SUCCESS, IW_WC_REG_MR);
+	f->reads = false;
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+}
+
+static void a_send_inv_unknown(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, true),
+			       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_SEND_SE_INV)};
+	d.msn = f->h.msn[0]++;
+	d.inv_stag = 0x00DEAD00u;
+	size_t hl = (size_t)iw_ddp_hdr_build(hdr, sizeof(hdr), &d);
+	host_fpdu(&f->h, hdr, hl, "x", 1);
+}
+
+static void a_send_inv_regmr(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, true),
+			       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_SEND_INV)};
+	d.msn = f->h.msn[0]++;
+	d.inv_stag = f->mr_rw->mr->rkey; /* iw_reg_mr MRs cannot be revoked */
+	size_t hl = (size_t)iw_ddp_hdr_build(hdr, sizeof(hdr), &d);
+	host_fpdu(&f->h, hdr, hl, "x", 1);
+}
+
+static void a_read_inv_stag(struct hfix *f)
+{
+	host_read_req(&f->h, 0x00ABCD00u, 0, 8);
+}
+
+static void a_read_bounds(struct hfix *f)
+{
+	host_read_req(&f->h, f->mr_rd->mr->rkey, (uintptr_t)f->mr_rd->p + 1, 64);
+}
+
+static void a_read_access(struct hfix *f)
+{
+	host_read_req(&f->h, f->mr_lw->mr->rkey, (uintptr_t)f->mr_lw->p, 8);
+}
+
+static void a_read_pd(struct hfix *f)
+{
+	host_read_req(&f->h, f->mr_pd2->mr->rkey, (uintptr_t)f->mr_pd2->p, 8);
+}
+
+/* IRD 2: the third Read Request in flight is one too many. */
+static void a_ird(struct hfix *f)
+{
+	host_read_req(&f->h, f->mr_rd->mr->rkey, (uintptr_t)f->mr_rd->p, 8);
+	host_read_req(&f->h, f->mr_rd->mr->rkey, (uintptr_t)f->mr_rd->p + 8, 8);
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_RTS);
+	host_read_req(&f->h, f->mr_rd->mr->rkey, (uintptr_t)f->mr_rd->p + 16, 8);
+}
+
+/* Three receives for four Sends. */
+static void a_no_recv(struct hfix *f)
+{
+	for (int i = 0; i < 3; i++)
+		host_untagged(&f->h, IW_OP_SEND, "abcdefgh", 8);
+	for (int i = 0; i < 3; i++) {
+		struct iw_wc wc = expect_wc(f->w.e[0].rcq, 100 + (uint64_t)i, IW_WC_SUCCESS,
+					    IW_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, 8);
+		ck_assert(memcmp(f->rbuf->p + i * 64, "abcdefgh", 8) == 0);
+	}
+	f->nrecv_done = 3;
+	host_untagged(&f->h, IW_OP_SEND, "abcdefgh", 8);
+}
+
+static void a_msn_range(struct hfix *f)
+{
+	f->h.msn[0] = 2;
+	host_untagged(&f->h, IW_OP_SEND, "abcdefgh", 8);
+}
+
+static void a_too_long(struct hfix *f)
+{
+	uint8_t d[65];
+	fill(d, sizeof(d), 3);
+	host_untagged(&f->h, IW_OP_SEND, d, sizeof(d));
+}
+
+/* Two segments, the second runs past the 64-octet receive. */
+static void a_too_long_seg(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[40];
+	fill(d, sizeof(d), 4);
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 0, false);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+	hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 40, true);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+	ck_assert(memcmp(f->rbuf->p, d, 40) == 0);
+	ck_assert(memcmp(f->rbuf->p + 40, (uint8_t[24]){0}, 24) == 0);
+}
+
+static void a_ddp_version_tagged(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[8] = {0};
+	size_t hl = hb_tagged(hdr, IW_OP_WRITE, f->mr_rw->mr->rkey, (uintptr_t)f->mr_rw->p, true);
+	hdr[0] = (uint8_t)((hdr[0] & ~IW_DDP_DV) | 2);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+}
+
+static void a_ddp_version_untagged(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 0, true);
+	hdr[0] &= (uint8_t)~IW_DDP_DV;
+	host_fpdu(&f->h, hdr, hl, "abc", 3);
+}
+
+static void a_rdmap_version(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 0, true);
+	hdr[1] = (uint8_t)((2u << 6) | IW_OP_SEND);
+	host_fpdu(&f->h, hdr, hl, "abc", 3);
+}
+
+static void a_opcode_unknown(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, 0xC, 0, 1, 0, true);
+	host_fpdu(&f->h, hdr, hl, "abc", 3);
+}
+
+/* A tagged opcode in an untagged segment. */
+static void a_opcode_mismatch(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_WRITE, 0, 1, 0, true);
+	host_fpdu(&f->h, hdr, hl, "abc", 3);
+}
+
+static void a_opcode_7306(struct hfix *f)
+{
+	uint8_t imm[IW_RDMAP_IMM_LEN] = {1, 2, 3, 4};
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_IMM, 0, 1, 0, true);
+	memcpy(hdr + hl, imm, sizeof(imm));
+	host_fpdu(&f->h, hdr, hl + sizeof(imm), NULL, 0);
+}
+
+static void a_bad_qn(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 1, 1, 0, true);
+	host_fpdu(&f->h, hdr, hl, "abc", 3);
+}
+
+static void a_unexpected_read_resp(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[8] = {0};
+	size_t hl = hb_tagged(hdr, IW_OP_READ_RESP, f->sink->mr->rkey, (uintptr_t)f->sink->p, true);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+}
+
+/* A Read Response naming an STag other than the Read's sink. */
+static void a_read_resp_stag(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[8] = {0};
+	size_t hl = hb_tagged(hdr, IW_OP_READ_RESP, f->mr_rw->mr->rkey, (uintptr_t)f->mr_rw->p,
+			      true);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+}
+
+/* A Read Response running past the Read's 32-octet sink (its MR is 64). */
+static void a_read_resp_bounds(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[40] = {0};
+	size_t hl = hb_tagged(hdr, IW_OP_READ_RESP, f->sink->mr->rkey, (uintptr_t)f->sink->p,
+			      true);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+	ck_assert(memcmp(f->sink->p, (uint8_t[64]){0}, 64) == 0);
+}
+
+static void a_crc(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, f->h.msn[0]++, 0, true);
+	host_build(&f->h, hdr, hl, "payload!", 8);
+	f->h.wire[f->h.wire_len - 1] ^= 0x01; /* last CRC octet */
+	host_feed(&f->h, f->h.wire, f->h.wire_len);
+}
+
+static void a_crc_payload(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[300];
+	fill(d, sizeof(d), 9);
+	/* A Write whose payload is corrupted on the way: it is placed before
+	 * the CRC is known (as siw does), inside the MR, then refused. */
+	size_t hl = hb_tagged(hdr, IW_OP_WRITE, f->mr_rw->mr->rkey, (uintptr_t)f->mr_rw->p, true);
+	host_build(&f->h, hdr, hl, d, 60);
+	f->h.wire[30] ^= 0x80;
+	host_feed(&f->h, f->h.wire, f->h.wire_len);
+}
+
+/* The Read Request's source is checked (and referenced) at its header;
+ * the CRC then fails: the reference must not leak (the MR deregisters). */
+static void a_crc_read_req(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_READ_REQ, IW_QN_READ_REQ, f->h.msn[1]++, 0, true);
+	struct iw_read_req r = {.sink_stag = 0x4242, .read_size = 8,
+				.src_stag = f->mr_rd->mr->rkey, .src_to = (uintptr_t)f->mr_rd->p};
+	hl += (size_t)iw_rdmap_read_req_build(hdr + hl, sizeof(hdr) - hl, &r);
+	host_build(&f->h, hdr, hl, NULL, 0);
+	f->h.wire[f->h.wire_len - 2] ^= 0x10;
+	host_feed(&f->h, f->h.wire, f->h.wire_len);
+}
+
+static void a_marker(struct hfix *f)
+{
+	struct buf *big = buf_new(&f->w, f->w.pd, 1024, ACC_RW);
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[600];
+	fill(d, sizeof(d), 6);
+	size_t hl = hb_tagged(hdr, IW_OP_WRITE, big->mr->rkey, (uintptr_t)big->p, true);
+	host_fpdu(&f->h, hdr, hl, d, 8); /* a good FPDU first (marker at 0) */
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_RTS);
+	/* The next marker, at stream offset 512, falls inside this one. */
+	uint32_t start = f->h.tx.stream_off;
+	ck_assert_uint_lt(start, 512);
+	host_build(&f->h, hdr, hl, d, sizeof(d));
+	size_t at = 512 - start;
+	ck_assert_uint_lt(at + 3, f->h.wire_len);
+	f->h.wire[at + 3] ^= 0x01; /* its FPDUPTR */
+	host_feed(&f->h, f->h.wire, f->h.wire_len);
+}
+
+static void a_no_rtr(struct hfix *f)
+{
+	host_untagged(&f->h, IW_OP_SEND, "early", 5);
+}
+
+static void a_atomic_access(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_ATOMIC_REQ, IW_QN_READ_REQ, f->h.msn[1]++, 0, true);
+	struct iw_atomic_req a = {.atomic_op = IW_ATOMIC_FETCH_ADD, .req_id = 1,
+				  .stag = f->mr_rd->mr->rkey, .to = (uintptr_t)f->mr_rd->p,
+				  .add_swap = 1};
+	hl += (size_t)iw_rdmap_atomic_req_build(hdr + hl, sizeof(hdr) - hl, &a);
+	host_fpdu(&f->h, hdr, hl, NULL, 0);
+	uint8_t want[64];
+	fill(want, 64, 1);
+	ck_assert(memcmp(f->mr_rd->p, want, 64) == 0);
+}
+
+#define HF_ALL 0
+static const struct hcase hcases[] = {
+	{"write invalid STag", HF_ALL, a_write_inv_stag, IW_TERM_DDP_T_INV_STAG,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"write stale key", HF_ALL, a_write_stale_key, IW_TERM_DDP_T_INV_STAG,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"write bounds", HF_ALL, a_write_bounds, IW_TERM_DDP_T_BASE_BOUNDS, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP},
+	{"write below base", HF_ALL, a_write_below, IW_TERM_DDP_T_BASE_BOUNDS,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"write TO wrap", HF_ALL, a_write_wrap, IW_TERM_DDP_T_TO_WRAP, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP},
+	{"write access", HF_ALL, a_write_access, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP},
+	{"write PD", HF_ALL, a_write_pd, IW_TERM_DDP_T_STAG_STREAM, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP},
+	{"write invalidated", HF_ALL, a_write_invalidated, IW_TERM_DDP_T_INV_STAG,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"write remotely invalidated", HF_ALL, a_write_remote_invalidated, IW_TERM_DDP_T_INV_STAG,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"send-inv unknown STag", HF_ALL, a_send_inv_unknown, IW_TERM_RDMAP_OP_NOINV,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"send-inv reg_mr STag", HF_ALL, a_send_inv_regmr, IW_TERM_RDMAP_PROT_NOINV,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"read invalid STag", HF_ALL, a_read_inv_stag, IW_TERM_RDMAP_INV_STAG,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP_RDMA},
+	{"read bounds", HF_ALL, a_read_bounds, IW_TERM_RDMAP_BASE_BOUNDS, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP_RDMA},
+	{"read access", HF_ALL, a_read_access, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP_RDMA},
+	{"read PD", HF_ALL, a_read_pd, IW_TERM_RDMAP_STAG_STREAM, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP_RDMA},
+	{"IRD exceeded", HF_ALL, a_ird, IW_TERM_DDP_U_MSN_RANGE, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP_RDMA},
+	{"no receive posted", HF_ALL, a_no_recv, IW_TERM_DDP_U_NO_BUF, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP},
+	{"MSN out of range", HF_ALL, a_msn_range, IW_TERM_DDP_U_MSN_RANGE, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP},
+	{"message too long", HF_ALL, a_too_long, IW_TERM_DDP_U_TOO_LONG, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP},
+	{"message too long, 2nd segment", HF_ALL, a_too_long_seg, IW_TERM_DDP_U_TOO_LONG,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"DDP version tagged", HF_ALL, a_ddp_version_tagged, IW_TERM_DDP_T_VERSION,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"DDP version untagged", HF_ALL, a_ddp_version_untagged, IW_TERM_DDP_U_VERSION,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"RDMAP version", HF_ALL, a_rdmap_version, IW_TERM_RDMAP_VERSION, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP},
+	{"unknown opcode", HF_ALL, a_opcode_unknown, IW_TERM_RDMAP_OPCODE, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP},
+	{"tagged opcode untagged", HF_ALL, a_opcode_mismatch, IW_TERM_RDMAP_OPCODE,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"RFC 7306 opcode", HF_ALL, a_opcode_7306, IW_TERM_RDMAP_OPCODE, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP},
+	{"QN invalid", HF_ALL, a_bad_qn, IW_TERM_DDP_U_INV_QN, IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"unexpected Read Response", HF_NO_READS, a_unexpected_read_resp, IW_TERM_RDMAP_OPCODE,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"Read Response STag", HF_ALL, a_read_resp_stag, IW_TERM_DDP_T_INV_STAG,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"Read Response bounds", HF_ALL, a_read_resp_bounds, IW_TERM_DDP_T_BASE_BOUNDS,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	{"CRC error", HF_CRC, a_crc, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL, COPY_NONE},
+	{"CRC error in placed payload", HF_CRC, a_crc_payload, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL,
+	 COPY_NONE},
+	{"CRC error on a Read Request", HF_CRC, a_crc_read_req, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL,
+	 COPY_NONE},
+	{"bad marker", HF_MK_IN, a_marker, IW_TERM_LLP_MARKER, IW_EVENT_QP_FATAL, COPY_NONE},
+	{"no RTR", HF_RTR, a_no_rtr, IW_TERM_LLP_NO_RTR, IW_EVENT_QP_FATAL, COPY_NONE},
+	{"atomic access", HF_7306, a_atomic_access, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR,
+	 COPY_DDP},
+};
+#define NUM_HCASES ((int)(sizeof(hcases) / sizeof(hcases[0])))
+#define HVARIANTS 4
+
+/* Each case four times: CRC, markers both ways and the feeding vary. */
+START_TEST(test_hostile)
+{
+	const struct hcase *c = &hcases[_i / HVARIANTS];
+	int v = _i % HVARIANTS;
+	unsigned flags = c->flags;
+	if (v & 1)
+		flags |= HF_CRC;
+	if (v & 2)
+		flags |= HF_MK_IN | HF_MK_OUT;
+	static const enum feed_mode modes[HVARIANTS] = {FEED_WHOLE, FEED_BYTES, FEED_RANDOM,
+							FEED_DIRECT};
+	struct hfix f;
+	hfix_init(&f, flags, modes[v]);
+	c->act(&f);
+	hfix_expect_term(&f, c->term, c->ev, c->copy);
+	world_free(&f.w);
+}
+END_TEST
+
+/* Zero-length tagged segments are not validated (interop rule 4), and a
+ * valid mix of everything leaves the QP in RTS. */
+START_TEST(test_hostile_benign)
+{
+	struct hfix f;
+	hfix_init(&f, HF_CRC | (_i ? HF_MK_IN | HF_MK_OUT : 0), (enum feed_mode)(_i % NUM_FEED));
+	host_write(&f.h, 0, 0, NULL, 0);
+	host_write(&f.h, 0x00ABCD00u, UINT64_MAX, NULL, 0);
+	uint8_t d[40];
+	fill(d, sizeof(d), 2);
+	host_write(&f.h, f.mr_rw->mr->rkey, (uintptr_t)f.mr_rw->p + 24, d, sizeof(d));
+	ck_assert(memcmp(f.mr_rw->p + 24, d, sizeof(d)) == 0);
+	/* A Read from us: answered with the right sink STag and TO. */
+	host_read_req(&f.h, f.mr_rd->mr->rkey, (uintptr_t)f.mr_rd->p + 4, 20);
+	/* A zero-length Read whose sink STag is 0: never echoed as STag 0. */
+	host_read_req_to(&f.h, 0, 0, 0, 0);
+	unsigned n0 = f.h.nseg;
+	host_drain(&f.h);
+	ck_assert_uint_eq(f.h.nseg, n0 + 2);
+	const struct hseg *r = &f.h.seg[n0];
+	ck_assert_uint_eq(iw_ddp_opcode(&r->ddp), IW_OP_READ_RESP);
+	ck_assert_uint_eq(r->ddp.stag, 0x4242);
+	ck_assert_uint_eq(r->ddp.to, 0x1000);
+	ck_assert_uint_eq(r->plen, 20);
+	ck_assert(iw_ddp_last(&r->ddp));
+	r++;
+	ck_assert_uint_eq(iw_ddp_opcode(&r->ddp), IW_OP_READ_RESP);
+	ck_assert_uint_eq(r->plen, 0);
+	ck_assert_uint_ne(r->ddp.stag, 0);
+	/* Answers to our two Reads, in two segments each. */
+	for (int k = 0; k < 2; k++) {
+		uint8_t hdr[IW_FPDU_HDR_MAX], p[32];
+		fill(p, 32, (uint32_t)k + 20);
+		size_t hl = hb_tagged(hdr, IW_OP_READ_RESP, f.sink->mr->rkey,
+				      (uintptr_t)f.sink->p + (size_t)k * 32, false);
+		host_fpdu(&f.h, hdr, hl, p, 10);
+		hl = hb_tagged(hdr, IW_OP_READ_RESP, f.sink->mr->rkey,
+			       (uintptr_t)f.sink->p + (size_t)k * 32 + 10, true);
+		host_fpdu(&f.h, hdr, hl, p + 10, 22);
+		ck_assert(memcmp(f.sink->p + k * 32, p, 32) == 0);
+	}
+	expect_wc(f.w.e[0].scq, 200, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	expect_wc(f.w.e[0].scq, 201, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	expect_wc(f.w.e[0].scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	/* A Send in three segments with SE, MO out of order. */
+	uint8_t hdr[IW_FPDU_HDR_MAX], m[50];
+	fill(m, sizeof(m), 3);
+	size_t hl = hb_untagged(hdr, IW_OP_SEND_SE, 0, 1, 20, false);
+	host_fpdu(&f.h, hdr, hl, m + 20, 20);
+	hl = hb_untagged(hdr, IW_OP_SEND_SE, 0, 1, 0, false);
+	host_fpdu(&f.h, hdr, hl, m, 20);
+	hl = hb_untagged(hdr, IW_OP_SEND_SE, 0, 1, 40, true);
+	host_fpdu(&f.h, hdr, hl, m + 40, 10);
+	struct iw_wc wc = expect_wc(f.w.e[0].rcq, 100, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 50);
+	ck_assert_uint_eq(wc.wc_flags, IW_WC_SOLICITED);
+	ck_assert(memcmp(f.rbuf->p, m, 50) == 0);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_RTS);
+	struct iw_async_event ev[2];
+	ck_assert_int_eq(async_count(f.w.ctx, ev, 2), 0);
+	host_drain(&f.h);
+	ck_assert_uint_eq(f.h.nterm, 0);
+	iw_qp_conn_lost(f.qp, true);
+	expect_wc(f.w.e[0].rcq, 101, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_wc(f.w.e[0].rcq, 102, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	world_free(&f.w);
+}
+END_TEST
+
+/* The peer's TERMINATE: ERR, QP_TERMINATE with its triple, flushes, and no
+ * TERMINATE back. In siw's layout when the connection says so. */
+START_TEST(test_peer_terminate)
+{
+	bool siw = _i & 1;
+	struct hfix f;
+	hfix_init(&f, (siw ? HF_SIW : 0) | ((_i & 2) ? HF_CRC : 0), (enum feed_mode)(_i % NUM_FEED));
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_TERMINATE, IW_QN_TERMINATE, 1, 0, true);
+	uint16_t term = IW_TERM_RDMAP_ACCESS;
+	if (siw) {
+		/* layer in the low nibble, etype in the high one; flags in the
+		 * low bits of octet 2 (none here) */
+		hdr[hl++] = (uint8_t)((IW_TERM_ETYPE(term) << 4) | IW_TERM_LAYER(term));
+		hdr[hl++] = (uint8_t)IW_TERM_ECODE(term);
+		hdr[hl++] = 0x01; /* siw's "M" */
+		hdr[hl++] = 0;
+		hdr[hl++] = 0;
+		hdr[hl++] = 28;
+	} else {
+		struct iw_terminate t = {.term = term, .hdrct = IW_TERM_HDR_M, .ddp_seg_len = 28};
+		hl += (size_t)iw_rdmap_term_build(hdr + hl, sizeof(hdr) - hl, &t);
+	}
+	host_fpdu(&f.h, hdr, hl, NULL, 0);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_ERR);
+	struct iw_async_event ev[2];
+	ck_assert_int_eq(async_count(f.w.ctx, ev, 2), 1);
+	ck_assert_int_eq(ev[0].event_type, IW_EVENT_QP_TERMINATE);
+	ck_assert_uint_eq(ev[0].term, term);
+	ck_assert(ev[0].term_from_peer);
+	host_drain(&f.h);
+	ck_assert_uint_eq(f.h.nterm, 0);
+	ck_assert_uint_eq(f.h.nseg, 3);
+	struct end *e = &f.w.e[0];
+	expect_wc(e->scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(e->scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(e->scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	for (int i = 0; i < 3; i++)
+		expect_wc(e->rcq, 100 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_empty(e->scq);
+	expect_empty(e->rcq);
+	world_free(&f.w);
+}
+END_TEST
+
+/* A P2P responder that got its RTR then works normally; one that gets a
+ * Send instead is covered by the "no RTR" case. */
+START_TEST(test_hostile_rtr)
+{
+	struct hfix f;
+	hfix_init(&f, HF_RTR, FEED_BYTES);
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_tagged(hdr, IW_OP_WRITE, 1, 0, true);
+	host_fpdu(&f.h, hdr, hl, NULL, 0);
+	ck_assert(iw_qp_take_events(f.qp) & IW_QPE_ESTABLISHED);
+	host_drain(&f.h);
+	ck_assert_uint_eq(f.h.nseg, 3); /* the Reads and the Send now go out */
+	host_untagged(&f.h, IW_OP_SEND, "late", 4);
+	expect_wc(f.w.e[0].rcq, 100, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_RTS);
+	/* A second zero-length Write is just a zero-length Write. */
+	host_fpdu(&f.h, hdr, hl, NULL, 0);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_RTS);
+	iw_qp_conn_lost(f.qp, false);
+	world_free(&f.w);
+}
+END_TEST
+
+/* A receive WQE being filled leaves its ring slot free for the next post
+ * at once (the RQ here holds exactly three). */
+START_TEST(test_rq_slot_reuse)
+{
+	struct hfix f;
+	hfix_init(&f, HF_SMALL_RQ | HF_NO_READS, (enum feed_mode)(_i % NUM_FEED));
+	uint8_t hdr[IW_FPDU_HDR_MAX], m[60];
+	fill(m, sizeof(m), 12);
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 0, false);
+	host_fpdu(&f.h, hdr, hl, m, 30);
+	struct buf *extra = buf_new(&f.w, f.w.pd, 64, IW_ACCESS_LOCAL_WRITE);
+	post_recv_buf(f.qp, 103, extra, 0, 64);
+	struct iw_sge sg = sge_of(extra, 0, 8);
+	ck_assert_int_eq(post_recv_sg(f.qp, 104, &sg, 1), ENOMEM);
+	hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 30, true);
+	host_fpdu(&f.h, hdr, hl, m + 30, 30);
+	struct iw_wc wc = expect_wc(f.w.e[0].rcq, 100, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, 60);
+	ck_assert(memcmp(f.rbuf->p, m, 60) == 0);
+	f.h.msn[0] = 2;
+	for (uint32_t k = 0; k < 3; k++)
+		host_untagged(&f.h, IW_OP_SEND, m, 8 + k);
+	for (uint64_t k = 101; k <= 103; k++) {
+		wc = expect_wc(f.w.e[0].rcq, k, IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, 8 + k - 101);
+	}
+	ck_assert(memcmp(extra->p, m, 10) == 0);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_RTS);
+	iw_qp_conn_lost(f.qp, false);
+	expect_empty(f.w.e[0].rcq);
+	world_free(&f.w);
+}
+END_TEST
+
+/* Ring indexes run over 2^32 with rings of odd capacity. */
+START_TEST(test_ring_wrap)
+{
+	struct cfg g = {.sq = 3, .rq = 5, .ord = 2};
+	struct world w;
+	world_new(&w, &g);
+	for (int e = 0; e < 2; e++) {
+		struct iw_qp *qp = w.e[e].qp;
+		qp->sq_head = qp->sq_tail = qp->sq_next = UINT32_MAX - 7;
+		qp->rq_head = qp->rq_tail = UINT32_MAX - 9;
+	}
+	world_start(&w);
+	w.mode = FEED_RANDOM;
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 4096, ACC_RD);
+	struct buf *dst = buf_new(&w, w.pd, 5 * 4096, ACC_RW);
+	for (uint32_t round = 0; round < 8; round++) {
+		fill(src->p, 4096, round);
+		for (int k = 0; k < 5; k++)
+			post_recv_buf(B->qp, round * 10 + (uint64_t)k, dst, (size_t)k * 4096, 4096);
+		ck_assert_int_eq(post_send_buf(A->qp, round * 10, 0, src, 1000 + round), 0);
+		struct iw_sge sg = sge_of(dst, 4096, 4096);
+		ck_assert_int_eq(post_rdma(A->qp, round * 10 + 1, IW_WR_RDMA_READ, 0, &sg, 1, src->p,
+					   src->mr->rkey),
+				 0);
+		ck_assert_int_eq(post_send_buf(A->qp, round * 10 + 2, 0, src, 7), 0);
+		ck_assert_int_eq(post_send_buf(A->qp, round * 10 + 3, 0, src, 1), ENOMEM);
+		pump(&w);
+		expect_wc(A->scq, round * 10, IW_WC_SUCCESS, IW_WC_SEND);
+		expect_wc(A->scq, round * 10 + 1, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+		expect_wc(A->scq, round * 10 + 2, IW_WC_SUCCESS, IW_WC_SEND);
+		struct iw_wc wc = expect_wc(B->rcq, round * 10, IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, 1000 + round);
+		wc = expect_wc(B->rcq, round * 10 + 1, IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, 7);
+		ck_assert(memcmp(dst->p + 4096, src->p, 4096) == 0);
+		/* the three receives left are flushed by conn_lost below */
+		iw_qp_conn_lost(A->qp, true);
+		iw_qp_conn_lost(B->qp, true);
+		for (int k = 2; k < 5; k++)
+			expect_wc(B->rcq, round * 10 + (uint64_t)k, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+		struct iw_qp_attr qa = {.qp_state = IW_QPS_RESET};
+		for (int e = 0; e < 2; e++) {
+			ck_assert_int_eq(iw_modify_qp(w.e[e].qp, &qa, IW_QP_STATE), 0);
+			expect_empty(w.e[e].scq);
+			expect_empty(w.e[e].rcq);
+		}
+		/* reconnect on the same QPs; indexes keep running */
+		for (int e = 0; e < 2; e++) {
+			w.e[e].qp->sq_head = w.e[e].qp->sq_tail = w.e[e].qp->sq_next =
+				UINT32_MAX - 1 - round;
+			w.e[e].qp->rq_head = w.e[e].qp->rq_tail = UINT32_MAX - 2 - round;
+		}
+		world_start(&w);
+	}
+	world_free(&w);
+}
+END_TEST
+
+/* Destroying a QP or SRQ drops the events still queued that name it. */
+START_TEST(test_destroy_forgets_events)
+{
+	struct hfix f;
+	hfix_init(&f, HF_NO_READS, FEED_WHOLE);
+	host_write(&f.h, 0x00ABCD00u, 0, "x", 1);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_ERR);
+	/* Destroy with the TERMINATE unsent and its event unread. */
+	ck_assert(iw_qp_tx_pending(f.qp));
+	ck_assert_int_eq(iw_destroy_qp(f.qp), 0);
+	f.w.e[0].qp = NULL;
+	struct iw_async_event ev;
+	ck_assert_int_eq(iw_get_async_event(f.w.ctx, &ev), EAGAIN);
+	struct iw_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1, .srq_limit = 2}};
+	struct iw_srq *srq = iw_create_srq(f.w.pd, &sa);
+	ck_assert_ptr_nonnull(srq);
+	struct iw_recv_wr rw = {.wr_id = 1};
+	ck_assert_int_eq(iw_post_srq_recv(srq, &rw, NULL), 0);
+	struct iw_rwqe out;
+	ck_assert(iw_srq_take(srq, &out)); /* 0 left < 2: the limit event */
+	ck_assert_int_eq(iw_destroy_srq(srq), 0);
+	ck_assert_int_eq(iw_get_async_event(f.w.ctx, &ev), EAGAIN);
+	world_free(&f.w);
+}
+END_TEST
+
+/* A QP destroyed with a built but unwritten Read Response lets its MR go. */
+START_TEST(test_destroy_with_txq)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct buf *src = buf_new(&w, w.pd, 100000, ACC_RD);
+	struct buf *sink = buf_new(&w, w.pd, 100000, ACC_RW);
+	struct iw_sge sg = sge_of(sink, 0, 100000);
+	ck_assert_int_eq(post_rdma(w.e[0].qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, src->p, src->mr->rkey),
+			 0);
+	while (pump_dir(&w, 0))
+		;
+	struct iovec iov[8];
+	ck_assert_int_gt(iw_qp_tx_iov(w.e[1].qp, iov, 8), 0);
+	ck_assert_int_eq(iw_dereg_mr(src->mr), EBUSY);
+	ck_assert_int_eq(iw_destroy_qp(w.e[1].qp), 0);
+	w.e[1].qp = NULL;
+	ck_assert_int_eq(iw_dereg_mr(src->mr), 0);
+	src->mr = NULL;
+	world_free(&w);
+}
+END_TEST
+
+/* ================================================================ suite */
+
+Suite *suite_qp(void)
+{
+	Suite *s = suite_create("qp");
+	TCase *tc = tcase_create("xfer");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_xfer_matrix, 0, 96);
+	tcase_add_loop_test(tc, test_stream_mixed, 0, 4);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("big");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_64mib);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("semantics");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_rtr, 0, 6);
+	tcase_add_loop_test(tc, test_ord, 0, 4);
+	tcase_add_loop_test(tc, test_fence_and_order, 0, 2);
+	tcase_add_test(tc, test_unsignaled);
+	tcase_add_loop_test(tc, test_inline, 0, 2);
+	tcase_add_test(tc, test_post_errors);
+	tcase_add_test(tc, test_reg_mr_local_inv);
+	tcase_add_test(tc, test_local_wr_error);
+	tcase_add_loop_test(tc, test_send_with_inv, 0, 2);
+	tcase_add_test(tc, test_srq);
+	tcase_add_test(tc, test_rfc7306_refused);
+	tcase_add_loop_test(tc, test_rfc7306_ops, 0, 2);
+	tcase_add_loop_test(tc, test_conn_lost, 0, 3);
+	tcase_add_test(tc, test_modify_err);
+	tcase_add_test(tc, test_ring_wrap);
+	tcase_add_test(tc, test_destroy_with_txq);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostile");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_hostile, 0, NUM_HCASES * HVARIANTS);
+	tcase_add_loop_test(tc, test_hostile_benign, 0, 4);
+	tcase_add_loop_test(tc, test_peer_terminate, 0, 4);
+	tcase_add_test(tc, test_hostile_rtr);
+	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, NUM_FEED);
+	tcase_add_test(tc, test_destroy_forgets_events);
+	suite_add_tcase(s, tc);
+	return s;
+}
