@@ -243,8 +243,47 @@ static void kill_events(struct iw_cm_id_int *id)
 	iw_evq_kill_if(&id->ch->q, event_of, id);
 }
 
+void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id)
+{
+	id->listener = l;
+	id->child_prev = NULL;
+	id->child_next = l->children;
+	if (l->children)
+		l->children->child_prev = id;
+	l->children = id;
+}
+
+void iw_cm_child_unlink(struct iw_cm_id_int *id)
+{
+	struct iw_cm_id_int *l = id->listener;
+	if (!l)
+		return;
+	if (id->child_prev)
+		id->child_prev->child_next = id->child_next;
+	else
+		l->children = id->child_next;
+	if (id->child_next)
+		id->child_next->child_prev = id->child_prev;
+	id->listener = id->child_prev = id->child_next = NULL;
+}
+
+/* A listener going away: CONNECT_REQUESTs still queued stop naming it. */
+static void forget_listener(struct iw_cm_id_int *id)
+{
+	struct iw_evq *q = &id->ch->q;
+	pthread_mutex_lock(&q->lock);
+	for (struct iw_evq_node *n = q->head; n; n = n->next) {
+		struct cm_event *e = (struct cm_event *)n;
+		if (e->pub.listen_id == &id->pub)
+			e->pub.listen_id = NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
 void iw_cm_id_release(struct iw_cm_id_int *id)
 {
+	iw_cm_child_unlink(id);
+	forget_listener(id);
 	drop_work(id);
 	kill_events(id);
 	id->ch->num_ids--;

@@ -30,6 +30,41 @@
 #define IW_TX_IOV 512
 #define IW_CLOSE_LINGER_MS 3000
 #define IW_RX_BUDGET 64
+/* Trailer of one FPDU plus the largest header of the next. */
+#define IW_RX_LOOKAHEAD (7 + 2 + IW_FPDU_HDR_MAX)
+
+/* A Reply we cannot live with (no RTR we offered, insufficient IRD):
+ * RFC 6581 has the initiator say why with a TERMINATE in FPDU form before
+ * closing (interop.md rule 2). Best effort: one nonblocking send. */
+static void send_mpa_terminate(struct iw_cm_id_int *id)
+{
+	const struct iw_mpa_hs *hs = id->hs;
+	if (!hs->err_term || hs->state != IW_HS_FAILED || hs->peer.kind != IW_MPA_REPLY)
+		return;
+	uint8_t h[IW_FPDU_HDR_MAX];
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, true),
+			       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_TERMINATE)};
+	d.qn = IW_QN_TERMINATE;
+	d.msn = 1;
+	struct iw_terminate t = {.term = hs->err_term};
+	int n = iw_ddp_hdr_build(h, sizeof(h), &d);
+	int m = iw_rdmap_term_build(h + n, sizeof(h) - (size_t)n, &t);
+	if (n < 0 || m < 0)
+		return;
+	bool crc = (hs->peer.flags & IW_MPA_FLAG_C) || id->opts.crc;
+	bool markers = (hs->peer.flags & IW_MPA_FLAG_M) != 0;
+	struct iw_fpdu_tx tx;
+	struct iw_fpdu_out out;
+	struct iovec iov[IW_FPDU_IOV_NEED(0, 2)];
+	iw_fpdu_tx_init(&tx, crc, markers, 0);
+	out.iov = iov;
+	out.iov_cap = (int)(sizeof(iov) / sizeof(iov[0]));
+	if (iw_fpdu_encode(&tx, &out, h, (size_t)(n + m), NULL, 0) == 0) {
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)out.iovcnt};
+		if (sendmsg(id->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			return; /* the close that follows tells the peer anyway */
+	}
+}
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
@@ -84,13 +119,21 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 	free_event(&id->wr);
 	free_event(&id->tmo);
 	if (id->fd >= 0) {
+		/* An application thread may be in write_loop (iw_cm_conn_tx,
+		 * txlock held, iovecs pointing into the transmit queue): let it
+		 * finish, and let the next one see no socket, before the fd is
+		 * closed (and its number reused) and the caller discards the
+		 * transmit queue (iw_qp_conn_lost). */
+		pthread_mutex_lock(&id->txlock);
+		int fd = id->fd;
+		id->fd = -1;
+		pthread_mutex_unlock(&id->txlock);
 		if (abortive) {
 			/* RST instead of FIN: the peer learns at once. */
 			struct linger l = {.l_onoff = 1, .l_linger = 0};
-			setsockopt(id->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+			setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 		}
-		close(id->fd);
-		id->fd = -1;
+		close(fd);
 	}
 	free(id->hs);
 	id->hs = NULL;
@@ -283,9 +326,13 @@ static ssize_t rx_once(struct iw_cm_id_int *id)
 	size_t d = iw_qp_rx_direct(id->qp, &dst);
 	ssize_t n;
 	if (d >= IW_DIRECT_MIN) {
-		struct iovec iov[2] = {{dst, d}, {bounce, 64}};
+		struct iovec iov[2] = {{dst, d}, {bounce, IW_RX_LOOKAHEAD}};
 		n = readv(id->fd, iov, 2);
 	} else {
+		/* After a large segment the next one is likely large too: read
+		 * just past its header so its payload can go direct. */
+		if (id->qp->frx.seg.payload_len >= IW_DIRECT_MIN)
+			cap = IW_RX_LOOKAHEAD;
 		d = 0;
 		n = recv(id->fd, bounce, cap, MSG_DONTWAIT);
 	}
@@ -325,7 +372,10 @@ static void raise_request(struct iw_cm_id_int *id)
 		drop_unseen(id);
 		return;
 	}
-	ev->listen_id = NULL; /* filled by the caller */
+	/* The application sees the id from here on: it no longer belongs to
+	 * the listener. */
+	ev->listen_id = id->listener ? &id->listener->pub : NULL;
+	iw_cm_child_unlink(id);
 	ev->param.responder_resources = (uint8_t)(hs->peer.ird > 255 ? 255 : hs->peer.ird);
 	ev->param.initiator_depth = (uint8_t)(hs->peer.ord > 255 ? 255 : hs->peer.ord);
 	ev->mpa_rev = hs->peer.rev;
@@ -366,6 +416,7 @@ static void read_mpa(struct iw_cm_id_int *id)
 		return;
 	}
 	if (rc < 0) {
+		send_mpa_terminate(id);
 		fail(id, IW_CM_EVENT_CONNECT_ERROR, EPROTO);
 	} else if (rc == IW_HS_EV_REJECT) {
 		struct iw_cm_event *ev = iw_cm_event_new(id, IW_CM_EVENT_REJECTED, ECONNREFUSED);
@@ -441,12 +492,6 @@ static void reply_written(struct iw_cm_id_int *id)
 
 static int start_initiator(struct iw_cm_id_int *id)
 {
-	id->hs = calloc(1, sizeof(*id->hs));
-	if (!id->hs)
-		return ENOMEM;
-	int rc = iw_mpa_hs_init(id->hs, true, &id->opts, id->ird, id->ord, id->pd, id->pd_len);
-	if (rc)
-		return -rc;
 	id->state = IW_CS_MPA;
 	fill_addrs(id);
 	timer_arm(id, id->opts.timeout_ms);
@@ -538,6 +583,7 @@ static void accept_one(struct iw_cm_id_int *l, int fd)
 	}
 	id->fd = fd;
 	id->opts = l->opts;
+	iw_cm_child_link(l, id);
 	id->hs = calloc(1, sizeof(*id->hs));
 	if (sock_setup(fd) || ensure_events(id) || !id->hs ||
 	    iw_mpa_hs_init(id->hs, false, &id->opts, 0, 0, NULL, 0)) {
@@ -599,6 +645,17 @@ int iw_cm_conn_connect(struct iw_cm_id_int *id, const struct sockaddr *dst)
 {
 	socklen_t dl = dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						   : sizeof(struct sockaddr_in);
+	/* Build the Request now so that bad options or private data fail
+	 * this call rather than a CONNECT_ERROR later. */
+	id->hs = calloc(1, sizeof(*id->hs));
+	if (!id->hs)
+		return ENOMEM;
+	int rc = iw_mpa_hs_init(id->hs, true, &id->opts, id->ird, id->ord, id->pd, id->pd_len);
+	if (rc) {
+		free(id->hs);
+		id->hs = NULL;
+		return -rc;
+	}
 	int fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
@@ -672,6 +729,9 @@ int iw_cm_conn_disconnect(struct iw_cm_id_int *id)
 
 void iw_cm_conn_abort(struct iw_cm_id_int *id)
 {
+	/* A listener takes the connections nobody has seen yet with it. */
+	while (id->children)
+		drop_unseen(id->children);
 	bool live = id->fd >= 0;
 	close_fd(id, true);
 	if (live && id->qp && id->qp->connected)

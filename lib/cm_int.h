@@ -64,6 +64,11 @@ struct iw_cm_id_int {
 	atomic_int tx_req;
 	struct iw_mpa_result res;
 	int backlog;
+	/* Responder ids not yet shown to the application (MPA state) stay
+	 * linked to their listener, which names itself in the CONNECT_REQUEST
+	 * and drops them if it is destroyed first. */
+	struct iw_cm_id_int *listener;
+	struct iw_cm_id_int *children, *child_prev, *child_next;
 };
 
 static inline struct iw_cm_id_int *iw_cm_id_int(struct iw_cm_id *id)
@@ -74,6 +79,9 @@ static inline struct iw_cm_id_int *iw_cm_id_int(struct iw_cm_id *id)
 /* cm.c */
 struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context);
 void iw_cm_id_release(struct iw_cm_id_int *id);
+/* Link a new responder id to its listener / unlink it (NULL-safe). */
+void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id);
+void iw_cm_child_unlink(struct iw_cm_id_int *id);
 /* Queue an event on id's channel; the helper fills the fields it knows. */
 struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
 				    int status);

@@ -74,6 +74,10 @@ IW_EXPORT int iw_context_free(struct iw_context *ctx)
 {
 	if (!ctx)
 		return 0;
+	/* Objects still alive would point into freed memory (their MRs live
+	 * in the STag table freed below). */
+	if (atomic_load(&ctx->num_objs) > 0)
+		return EBUSY;
 	int rc = iw_ev_cleanup(ctx);
 	if (rc)
 		return rc;

@@ -23,6 +23,7 @@ struct iw_context {
 	struct iw_evq async;  /* struct iw_async_node entries */
 	atomic_uint next_qpn;
 	atomic_uint next_pd;
+	atomic_int num_objs;  /* PDs, CQs and completion channels alive */
 	struct iw_ev *ev;     /* loop, kick fd, own thread */
 	char *pcap_path;      /* NULL: no tracing */
 	atomic_uint async_lost; /* events iw_async_raise could not allocate */

@@ -58,6 +58,7 @@ IW_EXPORT struct iw_comp_channel *iw_create_comp_channel(struct iw_context *ctx)
 	ch->pub.context = ctx;
 	ch->pub.fd = ch->q.fd;
 	ch->pub.refcnt = 0;
+	atomic_fetch_add(&ctx->num_objs, 1);
 	return &ch->pub;
 }
 
@@ -81,6 +82,7 @@ IW_EXPORT int iw_destroy_comp_channel(struct iw_comp_channel *channel)
 	pthread_mutex_unlock(&ch->q.lock);
 	if (refcnt > 0)
 		return EBUSY;
+	atomic_fetch_sub(&ch->pub.context->num_objs, 1);
 	/* With no CQ left, anything still queued is dead. */
 	iw_evq_drain(&ch->q, cq_release);
 	iw_evq_cleanup(&ch->q);
@@ -169,11 +171,13 @@ IW_EXPORT struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_c
 		channel->refcnt++;
 		pthread_mutex_unlock(&chan_int(channel)->q.lock);
 	}
+	atomic_fetch_add(&ctx->num_objs, 1);
 	return cq;
 }
 
 static void cq_teardown(struct iw_cq *cq)
 {
+	atomic_fetch_sub(&cq->context->num_objs, 1);
 	pthread_mutex_destroy(&cq->lock);
 	free(cq->ring);
 	cq->ring = NULL;

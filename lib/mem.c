@@ -463,6 +463,7 @@ IW_EXPORT struct iw_pd *iw_alloc_pd(struct iw_context *ctx)
 	pd->context = ctx;
 	pd->handle = atomic_fetch_add(&ctx->next_pd, 1) + 1; /* 0 is never a PD */
 	atomic_init(&pd->use, 0);
+	atomic_fetch_add(&pd->context->num_objs, 1);
 	return pd;
 }
 
@@ -472,6 +473,7 @@ IW_EXPORT int iw_dealloc_pd(struct iw_pd *pd)
 		return 0;
 	if (atomic_load(&pd->use) > 0)
 		return EBUSY;
+	atomic_fetch_sub(&pd->context->num_objs, 1);
 	free(pd);
 	return 0;
 }

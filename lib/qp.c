@@ -137,6 +137,7 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 	pthread_mutex_lock(&qp->lock);
 	/* Unsent Read Responses hold references on their source MRs. */
 	iw_qp_txq_discard_locked(qp);
+	qp->rx_direct_busy = false; /* no glue: nobody is receiving */
 	if (qp->state != IW_QPS_RESET) {
 		qp->state = IW_QPS_ERR;
 		iw_qp_flush_locked(qp);
@@ -148,8 +149,6 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->use, 1);
 	/* Queued events must not hand the application a freed QP. */
-	iw_async_forget(qp->context, qp);
-	/* Queued async events must not hand out a pointer to freed memory. */
 	iw_async_forget(qp->context, qp);
 	pthread_mutex_destroy(&qp->lock);
 	qp_free(qp);
@@ -192,6 +191,7 @@ static void reset_locked(struct iw_qp *qp)
 	qp->connected = qp->terminated = false;
 	qp->rtr_wait = qp->rtr_pending = qp->rtr_read_resp = qp->rtr_read_sent = false;
 	qp->tx_cur = IW_TX_NONE;
+	qp->rx_direct_busy = false;
 	qp->term = 0;
 	qp->term_from_peer = false;
 	memset(&qp->in, 0, sizeof(qp->in));
@@ -292,18 +292,20 @@ static enum iw_wc_opcode wc_opcode(enum iw_wr_opcode op)
 static void complete_swqe(struct iw_qp *qp, struct iw_swqe *w)
 {
 	/* Errors are always reported, successes only when signaled. */
-	if (w->signaled || w->status != IW_WC_SUCCESS) {
-		struct iw_wc wc = {
-			.wr_id = w->wr_id,
-			.status = w->status,
-			.opcode = wc_opcode(w->opcode),
-			.vendor_err = w->vendor_err,
-			.byte_len = (uint32_t)w->len,
-			.qp_num = qp->qp_num,
-		};
-		iw_cq_push(qp->send_cq, &wc, false);
-	}
+	bool report = w->signaled || w->status != IW_WC_SUCCESS;
+	struct iw_wc wc = {
+		.wr_id = w->wr_id,
+		.status = w->status,
+		.opcode = wc_opcode(w->opcode),
+		.vendor_err = w->vendor_err,
+		.byte_len = (uint32_t)w->len,
+		.qp_num = qp->qp_num,
+	};
+	/* MR references go before the completion is visible: an application
+	 * that polled it may deregister the memory at once. */
 	iw_swqe_release(w);
+	if (report)
+		iw_cq_push(qp->send_cq, &wc, false);
 }
 
 /* Complete WQEs from the head while they are done: the SQ completes in
@@ -328,15 +330,18 @@ static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w)
 		.vendor_err = qp->term,
 		.qp_num = qp->qp_num,
 	};
+	iw_rwqe_release(w); /* before the completion is visible */
 	iw_cq_push(qp->recv_cq, &wc, false);
-	iw_rwqe_release(w);
 }
 
 /* The receive side: the message being received, then the RQ, in order.
  * Nothing on the transmit queue points into receive WQEs, so this runs as
- * soon as the QP is in ERR. */
-static void flush_rq(struct iw_qp *qp)
+ * soon as the QP is in ERR, unless the glue may be receiving into the
+ * current destination (rx_direct_busy). */
+void iw_qp_flush_rq_locked(struct iw_qp *qp)
 {
+	if (qp->rx_direct_busy)
+		return; /* iw_qp_rx_direct_settle_locked runs it */
 	if (qp->in.mr) {
 		iw_mem_put(qp->in.mr);
 		qp->in.mr = NULL;
@@ -355,6 +360,15 @@ static void flush_rq(struct iw_qp *qp)
 		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size]);
 		qp->rq_head++;
 	}
+}
+
+void iw_qp_rx_direct_settle_locked(struct iw_qp *qp)
+{
+	if (!qp->rx_direct_busy)
+		return;
+	qp->rx_direct_busy = false;
+	if (qp->state == IW_QPS_ERR)
+		iw_qp_flush_rq_locked(qp);
 }
 
 /* Flush everything outstanding, in order: the SQ from its head (WQEs that
@@ -381,7 +395,7 @@ void iw_qp_flush_locked(struct iw_qp *qp)
 		qp->irq_head++;
 		qp->irq_cnt--;
 	}
-	flush_rq(qp);
+	iw_qp_flush_rq_locked(qp);
 }
 
 void iw_qp_set_error_locked(struct iw_qp *qp)
@@ -396,7 +410,7 @@ void iw_qp_set_error_locked(struct iw_qp *qp)
 	if (!qp->txq || qp->txq->first == qp->txq->cnt)
 		iw_qp_flush_locked(qp);
 	else
-		flush_rq(qp);
+		iw_qp_flush_rq_locked(qp);
 }
 
 /* ------------------------------------------------------------ posting */
@@ -477,7 +491,7 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 	}
 	/* Receives never wait for the transmit queue: flush them at once. */
 	if (qp->state == IW_QPS_ERR)
-		flush_rq(qp);
+		iw_qp_flush_rq_locked(qp);
 	pthread_mutex_unlock(&qp->lock);
 	if (rc && bad_wr)
 		*bad_wr = wr;

@@ -184,6 +184,10 @@ struct iw_qp {
 	uint32_t rtr_sink_stag; /* responder: STag of the READ RTR to answer */
 	bool rtr_read_sent;   /* initiator: a zero-length Read Response is due */
 	enum { IW_TX_NONE, IW_TX_SQ, IW_TX_IRQ } tx_cur; /* message mid-segmentation */
+	/* iw_qp_rx_direct handed out a destination the glue may be receiving
+	 * into right now: the receive side's flush (which completes that WQE
+	 * and drops the MR reference) waits for the glue's next engine call. */
+	bool rx_direct_busy;
 	bool flush_pending;   /* ERR reached with octets still queued */
 
 	/* inbound message in progress */
@@ -216,6 +220,10 @@ struct iw_qp {
  * named _locked. */
 void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c);
 int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed);
+/* Direct placement: up to the returned number of payload octets may be
+ * received straight to *dst, then reported with iw_qp_rx_direct_done. The
+ * destination stays valid (even if another thread moves the QP to ERR)
+ * until the glue's next call into the engine for this QP. */
 size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst);
 int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n);
 /* Outbound octets ready: fills iov (up to cap), returns count (0: nothing). */
@@ -236,6 +244,11 @@ void iw_qp_terminate_locked(struct iw_qp *qp, uint16_t term, const struct iw_ddp
 void iw_qp_sq_progress_locked(struct iw_qp *qp);
 void iw_qp_complete_sq_locked(struct iw_qp *qp);
 void iw_qp_flush_locked(struct iw_qp *qp);
+/* The receive side only (deferred while rx_direct_busy). */
+void iw_qp_flush_rq_locked(struct iw_qp *qp);
+/* The glue is back in the engine: a direct destination is no longer in
+ * use, and a receive flush that waited for it runs. */
+void iw_qp_rx_direct_settle_locked(struct iw_qp *qp);
 int iw_qp_tx_build_locked(struct iw_qp *qp);
 /* Queue a TERMINATE FPDU with header h (qp_tx.c; room is reserved). */
 int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len);

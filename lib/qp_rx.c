@@ -67,8 +67,8 @@ static void complete_rwqe(struct iw_qp *qp, enum iw_wc_opcode op, unsigned flags
 		.qp_num = qp->qp_num,
 		.wc_flags = flags,
 	};
+	iw_rwqe_release(w); /* before the completion is visible (dereg may follow) */
 	iw_cq_push(qp->recv_cq, &wc, flags & IW_WC_SOLICITED);
-	iw_rwqe_release(w);
 	qp->in.have_rwqe = false;
 	qp->in.rwqe = NULL;
 }
@@ -501,6 +501,7 @@ int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed)
 {
 	size_t total = 0;
 	pthread_mutex_lock(&qp->lock);
+	iw_qp_rx_direct_settle_locked(qp);
 	while (total < len && rx_live(qp)) {
 		struct iw_rx_event ev;
 		size_t used = 0;
@@ -528,6 +529,7 @@ size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst)
 {
 	size_t n = 0;
 	pthread_mutex_lock(&qp->lock);
+	iw_qp_rx_direct_settle_locked(qp);
 	size_t d = rx_live(qp) ? iw_fpdu_rx_direct_len(&qp->frx) : 0;
 	uint32_t off = qp->frx.payload_done;
 	if (d && !qp->in.skip) {
@@ -539,6 +541,7 @@ size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst)
 			n = span < d ? (size_t)span : d;
 		}
 	}
+	qp->rx_direct_busy = n > 0;
 	pthread_mutex_unlock(&qp->lock);
 	return n;
 }
@@ -553,6 +556,7 @@ int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n)
 	else if (qp->in.have_rwqe)
 		iw_rwqe_span(qp->in.rwqe, (uint64_t)qp->in.mo + off, &dst);
 	int rc = dst ? iw_fpdu_rx_direct_done(&qp->frx, dst, n) : -EINVAL;
+	iw_qp_rx_direct_settle_locked(qp);
 	pthread_mutex_unlock(&qp->lock);
 	return rc;
 }

@@ -133,6 +133,8 @@ IW_EXPORT const char *iw_wire_err_name(enum iw_wire_err e)
 
 IW_EXPORT int iw_wire_err_from_name(const char *name)
 {
+	if (!name)
+		return -1;
 	for (int e = 0; e < IW_WERR__COUNT; e++)
 		if (err_rows[e].name && strcmp(err_rows[e].name, name) == 0)
 			return e;

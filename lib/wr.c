@@ -104,8 +104,18 @@ static int fill_payload(struct iw_swqe *w, struct iw_qp *qp, enum iw_mem_op op)
 static int fill_by_opcode(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *wr)
 {
 	switch (wr->opcode) {
-	case IW_WR_SEND:
 	case IW_WR_SEND_WITH_IMM:
+		/* RFC 7306 has Immediate Data messages but no Send that carries
+		 * both payload and an immediate: a payload-less SEND_WITH_IMM is
+		 * one Immediate Data message (one receive at the peer); with a
+		 * payload it would take two receives, which is not verbs
+		 * semantics, so it is refused. */
+		if (sge_total(w->sge, w->num_sge) != 0)
+			return EINVAL;
+		w->num_sge = 0;
+		w->data_done = true;
+		return 0;
+	case IW_WR_SEND:
 	case IW_WR_SEND_WITH_INV:
 	case IW_WR_RDMA_WRITE:
 	case IW_WR_RDMA_WRITE_WITH_IMM:

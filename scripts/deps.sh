@@ -7,8 +7,9 @@ set -eu
 
 pkgs="gcc make autoconf automake libtool pkg-config libevent-dev libisal-dev check libpcap-dev python3"
 if [ "${1:-}" = "--test" ]; then
-	# tshark: Wireshark cross-checks; clang: libFuzzer; valgrind: leak checks.
-	pkgs="$pkgs tshark clang valgrind"
+	# tshark: Wireshark cross-checks; clang: libFuzzer; valgrind: leak checks;
+	# groff-base: man page rendering check (tests/manpages.sh).
+	pkgs="$pkgs tshark clang valgrind groff-base"
 fi
 
 missing=""

@@ -99,6 +99,21 @@ WIRE_ERRNO = {
     "ENOSPC": "The output buffer is too small.",
 }
 
+# Calls that belong in SEE ALSO before the automatic ones.
+RELATED = {
+    "iw_context_new": ["iw_context_free", "iw_alloc_pd", "iw_cm_create_channel"],
+    "iw_reg_mr": ["iw_dereg_mr", "iw_post_send", "iw_post_recv"],
+    "iw_create_cq": ["iw_poll_cq", "iw_req_notify_cq", "iw_get_cq_event", "iw_create_qp"],
+    "iw_poll_cq": ["iw_req_notify_cq", "iw_get_cq_event", "iw_ack_cq_events",
+                   "iw_wc_status_str", "iw_post_send", "iw_post_recv"],
+    "iw_post_send": ["iw_poll_cq", "iw_reg_mr", "iw_post_recv", "iw_cm_create_qp"],
+    "iw_post_recv": ["iw_poll_cq", "iw_reg_mr", "iw_post_send", "iw_post_srq_recv"],
+    "iw_cm_connect": ["iw_cm_create_id", "iw_cm_create_qp", "iw_cm_get_event",
+                      "iw_cm_disconnect", "iw_cm_listen"],
+    "iw_cm_listen": ["iw_cm_bind_addr", "iw_cm_accept", "iw_cm_reject", "iw_cm_get_event"],
+    "iw_cm_accept": ["iw_cm_listen", "iw_cm_create_qp", "iw_cm_reject", "iw_cm_get_event"],
+}
+
 EXAMPLES = {
     "iw_context_new": r"""
 /* Convenience mode: the context runs its own loop thread. */
@@ -124,9 +139,8 @@ if (!mr) {
 	perror("iw_reg_mr");
 	return -1;
 }
-/* Advertise (uintptr_t)buf and mr->rkey to the peer. */
-...
-int rc = iw_dereg_mr(mr);	/* EBUSY while WRs still use it */
+/* Advertise (uintptr_t)buf and mr->rkey to the peer, ... */
+int rc = iw_dereg_mr(mr);	/* EBUSY while WRs use it */
 if (rc == 0)
 	free(buf);
 """,
@@ -163,8 +177,9 @@ if (wc.status != IW_WC_SUCCESS)
 		wc.vendor_err);
 """,
     "iw_post_send": r"""
-/* RDMA WRITE len octets of buf (in mr) to the peer's advertised buffer. */
-struct iw_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey};
+/* RDMA WRITE len octets of buf (in mr) to the peer's buffer. */
+struct iw_sge sge = {.addr = (uintptr_t)buf, .length = len,
+		     .lkey = mr->lkey};
 struct iw_send_wr wr = {
 	.wr_id = 1,
 	.sg_list = &sge,
@@ -181,8 +196,9 @@ if (rc)
 """,
     "iw_post_recv": r"""
 /* Post a receive before connecting: iWARP has no RNR retry. */
+/* msg_mr covers msg and has IW_ACCESS_LOCAL_WRITE. */
 struct iw_sge sge = {.addr = (uintptr_t)msg, .length = sizeof(msg),
-		     .lkey = msg_mr->lkey};	/* IW_ACCESS_LOCAL_WRITE */
+		     .lkey = msg_mr->lkey};
 struct iw_recv_wr wr = {.wr_id = 7, .sg_list = &sge, .num_sge = 1};
 struct iw_recv_wr *bad;
 int rc = iw_post_recv(qp, &wr, &bad);
@@ -196,13 +212,15 @@ struct iw_qp_init_attr qa = {
 	.send_cq = cq, .recv_cq = cq, .qp_type = IW_QPT_RC,
 	.cap = {.max_send_wr = 16, .max_recv_wr = 16},
 };
-struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(7174)};
+struct sockaddr_in dst = {.sin_family = AF_INET,
+			  .sin_port = htons(7174)};
 inet_pton(AF_INET, "192.0.2.1", &dst.sin_addr);
 
 if (iw_cm_create_id(cm, &id, NULL) || iw_cm_create_qp(id, pd, &qa))
 	return -1;
 /* post receives on id->qp here */
-struct iw_conn_param p = {.responder_resources = 4, .initiator_depth = 4};
+struct iw_conn_param p = {.responder_resources = 4,
+			  .initiator_depth = 4};
 int rc = iw_cm_connect(id, (struct sockaddr *)&dst, &p);
 if (rc)
 	return rc;
@@ -211,7 +229,8 @@ struct iw_cm_event *ev;
 if (iw_cm_get_event(cm, &ev) == 0) {	/* blocks */
 	bool up = ev->event == IW_CM_EVENT_ESTABLISHED;
 	if (!up)
-		fprintf(stderr, "%s: %s\n", iw_cm_event_str(ev->event),
+		fprintf(stderr, "%s: %s\n",
+			iw_cm_event_str(ev->event),
 			strerror(ev->status));
 	iw_cm_ack_event(ev);
 }
@@ -234,8 +253,8 @@ if (ev->event == IW_CM_EVENT_CONNECT_REQUEST) {
 	iw_cm_ack_event(ev);
 	struct iw_conn_param p = {.responder_resources = 4,
 				  .initiator_depth = 4};
-	if (iw_cm_create_qp(id, pd, &qa) /* || post receives */ ||
-	    iw_cm_accept(id, &p))
+	/* qa: as for iw_cm_connect; post receives before accepting */
+	if (iw_cm_create_qp(id, pd, &qa) || iw_cm_accept(id, &p))
 		iw_cm_destroy_id(id);
 	/* IW_CM_EVENT_ESTABLISHED follows on cm */
 } else {
@@ -381,11 +400,6 @@ def parse_header(path, hname):
         else:
             MISSING.append("%s:%d: %s has no comment to document it" % (path, f.line, f.name))
             continue
-        # A trailing comment adds to a shared leading one.
-        if f.trailing and f.comment is not f.trailing:
-            f.extra = f.trailing[0]
-        else:
-            f.extra = None
     return funcs
 
 
@@ -483,6 +497,7 @@ def esc(s):
     """Escape running text for troff."""
     s = s.replace("\\", "\\e")
     s = re.sub(r"(?<![A-Za-z0-9_])-(?=[A-Z0-9])", r"\\-", s)
+    s = s.replace(" - ", " \\- ")
     if s.startswith(".") or s.startswith("'"):
         s = "\\&" + s
     return s
@@ -527,7 +542,9 @@ def render_text(lines):
         if state == "bullet" and l.startswith(" " * bullet_indent) and l.strip():
             out.append(esc(l.strip()))
             continue
-        if dm and not l.startswith(" -"):
+        if not dm and state == "dl":
+            dm = re.match(r"^( {%d})(\S+) +(\S.*)$" % (dl_col - 1), l)
+        if dm:
             flush_para()
             out.append(".TP")
             out.append(".B %s" % esc(dm.group(2)))
@@ -583,7 +600,6 @@ def param_split(params):
 
 def synopsis_lines(proto):
     """A prototype as .BI lines, wrapped at 78 columns."""
-    m = re.match(r"^(.*?\(.*?)\((.*)\);$", proto)
     m = re.match(r"^(.*?)(\w+)\((.*)\);$", proto)
     head = m.group(1) + m.group(2) + "("
     params = param_split(m.group(3))
@@ -628,6 +644,8 @@ def render_page(f, funcs_by_name, groups, sections):
     out = [
         "." + "\\\" Generated by scripts/gen_man.py from include/iwarp/%s; do not edit." % f.header,
         th(f.name, 3),
+        ".nh",
+        ".ad l",
         ".SH NAME",
         "%s \\- %s" % (f.name, esc(summary)),
         ".SH SYNOPSIS",
@@ -638,41 +656,44 @@ def render_page(f, funcs_by_name, groups, sections):
     for g in members:
         out.extend(synopsis_lines(g.proto))
     out.append(".fi")
-    if not any(not g.inline for g in members):
-        pass
     out.append(".SH DESCRIPTION")
     body = desc if structured else f.comment
     out.extend(render_text(body))
-    if f.extra:
-        out.append(".PP")
-        out.append(esc(f.extra[0].upper() + f.extra[1:] + ("" if f.extra.endswith(".") else ".")))
     if f.inline:
         out.append(".PP")
         out.append(".BR %s ()" % f.name)
         out.append("is a static inline function defined in the header; it is not a symbol of")
         out.append("the library.")
     if len(members) > 1:
+        names = ["\\fB%s\\fP()" % g.name for g in members]
         out.append(".PP")
-        out.append("This page describes %s." % ", ".join(
-            "\\fB%s\\fP()" % g.name for g in members))
+        out.append("This page describes %s and %s." % (", ".join(names[:-1]), names[-1]))
     out.append(".SH RETURN VALUE")
     rtype = f.proto.split("(")[0].rsplit(f.name, 1)[0].replace("static inline", "").strip()
     if structured and ret:
+        ret = [ret[0][0].upper() + ret[0][1:]] + ret[1:]
         out.extend(esc(x) for x in ret)
     elif rtype == "void":
         out.append("None.")
+    elif rtype == "const char *":
+        out.append("A pointer to a static string, never NULL (see DESCRIPTION).")
     else:
-        sents = [] if structured else return_sentences(text)
+        sents = return_sentences(text) if rtype == "int" else []
         if sents:
             out.extend(esc(x) for x in sents)
         else:
             out.append("See DESCRIPTION.")
-        if not structured and rtype == "int" and wire_errors(text):
+        if rtype == "int" and wire_errors(text):
             out.append(".PP")
             out.append("Errors are returned as negative errno values, as everywhere in")
             out.append(".IR <iwarp/wire.h> .")
     out.append(".SH ERRORS")
-    elist = errs if structured else [(e, [r]) for e, r in wire_errors(text)]
+    if structured:
+        elist = errs
+    elif rtype == "int":
+        elist = [(e, [r]) for e, r in wire_errors(text)]
+    else:
+        elist = []
     if not elist:
         out.append("None.")
     for e, why in elist:
@@ -701,12 +722,12 @@ def render_page(f, funcs_by_name, groups, sections):
     for g in members + sections[(f.header, f.section)]:
         if g.name != f.name and g.name not in see:
             see.append(g.name)
-    see = see[:12]
+    see = (RELATED.get(f.name, []) + [n for n in see if n not in RELATED.get(f.name, [])])[:10]
     out.append(".SH SEE ALSO")
     refs = [".BR %s (3)" % n for n in see] + [".BR libiwarp (7)"]
     out.extend(r + "," for r in refs[:-1])
     out.append(refs[-1])
-    # Empty lines are not allowed in troff input outside .nf; use blank-safe.
+    # An empty input line would be a blank line in troff: keep it explicit.
     return "\n".join(x if x != "" else "\\&" for x in out) + "\n"
 
 
@@ -721,6 +742,8 @@ def render_overview(funcs):
     a = o.append
     a(".\\\" Generated by scripts/gen_man.py; do not edit.")
     a(th("libiwarp", 7))
+    a(".nh")
+    a(".ad l")
     a(".SH NAME")
     a("libiwarp \\- userspace iWARP (RDMAP/DDP/MPA over TCP) with a verbs-like API")
     a(".SH SYNOPSIS")
@@ -766,8 +789,8 @@ defined, so the real libraries can be linked into the same program.""".split("\n
     for l in """The protocol lives in a sans-I/O core: state machines over octets and
 iovecs that never touch a socket. The verbs and the connection manager sit
 on top of it; the glue between the core and TCP runs on a libevent loop.
-Payload is never copied on the way out (FPDUs are gathered from the
-registered memory into one sendmsg) and, for large tagged and untagged
+Payload is never copied on the way out, inline data aside (FPDUs are
+gathered from the registered memory into one sendmsg) and, for large tagged and untagged
 segments, received straight into the target buffer; only headers go
 through a bounce buffer. Every FPDU is at most MULPDU octets, computed
 from the connection's live MSS.""".split("\n"):
@@ -800,7 +823,8 @@ Creation and destruction of an object must not race with its use.""".split("\n")
 set errno; calls that return int return 0 or a positive errno value, as in
 libibverbs. iw_poll_cq returns a count or a negative errno. Every free and
 destroy call accepts NULL. A destroy refuses (EBUSY) while the object
-still has children or unacknowledged events. The outcome of a connection
+still has children or unacknowledged events; iw_context_free only checks
+for CM ids. The outcome of a connection
 attempt is a CM event (ESTABLISHED, REJECTED, UNREACHABLE, CONNECT_ERROR)
 with a positive errno in its status.""".split("\n"):
         a(esc(l))

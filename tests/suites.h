@@ -18,6 +18,7 @@ Suite *suite_evq(void);
 Suite *suite_mem(void);
 Suite *suite_cq(void);
 Suite *suite_mpa_hs(void);
+Suite *suite_loopback(void);
 Suite *suite_qp(void);
 
 #endif

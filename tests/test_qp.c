@@ -1466,6 +1466,11 @@ START_TEST(test_rfc7306_ops)
 	wr.wr.atomic.compare_add = 105;
 	wr.wr.atomic.swap = 7;
 	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	/* A Read between the atomics: the ORQ holds both kinds, in order. */
+	struct buf *rd = buf_new(&w, w.pd, 64, ACC_RW);
+	struct iw_sge rsg = sge_of(rd, 0, 16);
+	ck_assert_int_eq(post_rdma(A->qp, 20, IW_WR_RDMA_READ, 0, &rsg, 1, tgt->p, tgt->mr->rkey),
+			 0);
 	struct iw_sge sg3 = sge_of(res, 16, 8);
 	wr = wr_of(3, IW_WR_ATOMIC_CMP_AND_SWP, 0, &sg3, 1);
 	wr.wr.atomic.remote_addr = (uintptr_t)(tgt->p + 8);
@@ -1487,6 +1492,7 @@ START_TEST(test_rfc7306_ops)
 	tap_check(&w);
 	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_FETCH_ADD);
 	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_COMP_SWAP);
+	expect_wc(A->scq, 20, IW_WC_SUCCESS, IW_WC_RDMA_READ);
 	expect_wc(A->scq, 3, IW_WC_SUCCESS, IW_WC_COMP_SWAP);
 	expect_wc(A->scq, 4, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
 	uint64_t r[3];
@@ -1496,6 +1502,8 @@ START_TEST(test_rfc7306_ops)
 	ck_assert_uint_eq(r[2], 7);
 	memcpy(&v, tgt->p + 8, 8);
 	ck_assert_uint_eq(v, 7);
+	memcpy(&v, rd->p + 8, 8);
+	ck_assert_uint_eq(v, 7); /* the Read saw the cmp-swap before it */
 	struct iw_wc wc = expect_wc(B->rcq, 9, IW_WC_SUCCESS, IW_WC_RECV_RDMA_WITH_IMM);
 	ck_assert_uint_eq(wc.imm_data, htonl(0x12345678));
 	ck_assert_uint_eq(wc.wc_flags, IW_WC_WITH_IMM | IW_WC_SOLICITED);
@@ -1638,7 +1646,7 @@ struct host {
 	struct iw_fpdu_rx rx; /* qp -> host */
 	uint32_t msn[4];
 	unsigned nseg;
-	struct hseg seg[64];
+	struct hseg seg[1024];
 	unsigned nterm;
 	struct iw_terminate term;
 	int rx_err;
@@ -1772,7 +1780,8 @@ static void host_drain(struct host *h)
 				break;
 			if (ev.kind != IW_RX_SEG_HDR)
 				continue;
-			ck_assert_uint_lt(h->nseg, 64);
+			if (h->nseg >= sizeof(h->seg) / sizeof(h->seg[0]))
+				ck_abort_msg("host segment log full");
 			struct hseg *s = &h->seg[h->nseg++];
 			s->ddp = ev.seg->ddp;
 			s->rdmap = ev.seg->rdmap;
@@ -1794,7 +1803,7 @@ enum hflags {
 	HF_RTR = 1 << 4,    /* P2P responder expecting a WRITE RTR */
 	HF_7306 = 1 << 5,
 	HF_SIW = 1 << 6,    /* read the peer's TERMINATE in siw's layout */
-	HF_SMALL_RQ = 1 << 7, /* an RQ of exactly the three fixture receives */
+	HF_SMALL_RQ = 1 << 7, /* an RQ of four WRs */
 };
 
 static void hfix_init(struct hfix *f, unsigned flags, enum feed_mode mode)
@@ -1811,7 +1820,7 @@ static void hfix_init(struct hfix *f, unsigned flags, enum feed_mode mode)
 		.rtr = (flags & HF_RTR) ? IW_RTR_WRITE : 0,
 		.create_flags = (flags & HF_7306) ? IW_QP_CREATE_RFC7306 : 0,
 		.no_sig_all = true,
-		.rq = (flags & HF_SMALL_RQ) ? 3 : 0,
+		.rq = (flags & HF_SMALL_RQ) ? 4 : 0,
 	};
 	struct world *w = &f->w;
 	world_new(w, &g);
@@ -2284,6 +2293,55 @@ static void a_marker(struct hfix *f)
 	host_feed(&f->h, f->h.wire, f->h.wire_len);
 }
 
+/* ULPDU_Length 10: shorter than any DDP header. */
+static void a_too_short(struct hfix *f)
+{
+	/* With markers, the stream starts with one pointing at offset 0. */
+	uint8_t raw[20] = {0};
+	size_t at = f->h.tx.markers ? IW_MPA_MARKER_LEN : 0;
+	fill(raw + at + 2, sizeof(raw) - at - 2, 1);
+	raw[at + 1] = 10;
+	host_feed(&f->h, raw, sizeof(raw));
+}
+
+static void a_read_req_not_last(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_READ_REQ, IW_QN_READ_REQ, f->h.msn[1]++, 0, false);
+	struct iw_read_req r = {.sink_stag = 0x4242, .read_size = 8,
+				.src_stag = f->mr_rd->mr->rkey, .src_to = (uintptr_t)f->mr_rd->p};
+	hl += (size_t)iw_rdmap_read_req_build(hdr + hl, sizeof(hdr) - hl, &r);
+	host_fpdu(&f->h, hdr, hl, NULL, 0);
+}
+
+/* The QP has a full transmit queue it has not written (a 1 MiB Send the
+ * host does not read) when the violation comes: the TERMINATE still
+ * fits behind it. */
+static void a_term_behind_full_txq(struct hfix *f)
+{
+	struct buf *big = buf_new(&f->w, f->w.pd, 1 << 20, 0);
+	ck_assert_int_eq(post_send_buf(f->qp, 203, IW_SEND_SIGNALED, big, 1 << 20), 0);
+	struct iovec iov[8];
+	ck_assert_int_gt(iw_qp_tx_iov(f->qp, iov, 8), 0);
+	ck_assert_ptr_nonnull(f->qp->txq);
+	ck_assert_uint_gt(f->qp->txq->cnt, IW_TXQ_IOV - 64); /* as full as it gets */
+	uint8_t d[16] = {0};
+	host_write(&f->h, 0x00ABCD00u, 0x1000, d, sizeof(d));
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_ERR);
+	/* Drained in full: the batch, then the TERMINATE; the rest of the
+	 * Send is never segmented. */
+	host_drain(&f->h);
+	struct end *e = &f->w.e[0];
+	expect_wc(e->scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(e->scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(e->scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(e->scq, 203, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	f->reads = false;
+	ck_assert_uint_gt(f->h.nseg, 10);
+	ck_assert_uint_eq(iw_ddp_opcode(&f->h.seg[f->h.nseg - 2].ddp), IW_OP_SEND);
+	ck_assert(!iw_ddp_last(&f->h.seg[f->h.nseg - 2].ddp));
+}
+
 static void a_no_rtr(struct hfix *f)
 {
 	host_untagged(&f->h, IW_OP_SEND, "early", 5);
@@ -2370,6 +2428,13 @@ static const struct hcase hcases[] = {
 	{"CRC error on a Read Request", HF_CRC, a_crc_read_req, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL,
 	 COPY_NONE},
 	{"bad marker", HF_MK_IN, a_marker, IW_TERM_LLP_MARKER, IW_EVENT_QP_FATAL, COPY_NONE},
+	{"FPDU too short", HF_ALL, a_too_short, IW_TERM_DDP_CATASTROPHIC, IW_EVENT_QP_REQ_ERR,
+	 COPY_NONE},
+	/* refused at its DDP header, before the RDMAP header is gathered */
+	{"Read Request without L", HF_ALL, a_read_req_not_last, IW_TERM_RDMAP_OPCODE,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	{"TERMINATE behind a full transmit queue", HF_ALL, a_term_behind_full_txq,
+	 IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
 	{"no RTR", HF_RTR, a_no_rtr, IW_TERM_LLP_NO_RTR, IW_EVENT_QP_FATAL, COPY_NONE},
 	{"atomic access", HF_7306, a_atomic_access, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR,
 	 COPY_DDP},
@@ -2535,19 +2600,22 @@ START_TEST(test_hostile_rtr)
 END_TEST
 
 /* A receive WQE being filled leaves its ring slot free for the next post
- * at once (the RQ here holds exactly three). */
+ * at once (the RQ here holds four: the fixture's three and 103). */
 START_TEST(test_rq_slot_reuse)
 {
 	struct hfix f;
 	hfix_init(&f, HF_SMALL_RQ | HF_NO_READS, (enum feed_mode)(_i % NUM_FEED));
 	uint8_t hdr[IW_FPDU_HDR_MAX], m[60];
 	fill(m, sizeof(m), 12);
-	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 0, false);
-	host_fpdu(&f.h, hdr, hl, m, 30);
 	struct buf *extra = buf_new(&f.w, f.w.pd, 64, IW_ACCESS_LOCAL_WRITE);
 	post_recv_buf(f.qp, 103, extra, 0, 64);
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 0, false);
+	host_fpdu(&f.h, hdr, hl, m, 30);
+	/* 100 is being filled: the ring has room for exactly one more. */
+	struct buf *more = buf_new(&f.w, f.w.pd, 64, IW_ACCESS_LOCAL_WRITE);
+	post_recv_buf(f.qp, 104, more, 0, 64);
 	struct iw_sge sg = sge_of(extra, 0, 8);
-	ck_assert_int_eq(post_recv_sg(f.qp, 104, &sg, 1), ENOMEM);
+	ck_assert_int_eq(post_recv_sg(f.qp, 105, &sg, 1), ENOMEM);
 	hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 30, true);
 	host_fpdu(&f.h, hdr, hl, m + 30, 30);
 	struct iw_wc wc = expect_wc(f.w.e[0].rcq, 100, IW_WC_SUCCESS, IW_WC_RECV);
@@ -2563,6 +2631,7 @@ START_TEST(test_rq_slot_reuse)
 	ck_assert(memcmp(extra->p, m, 10) == 0);
 	ck_assert_int_eq(qp_state(f.qp), IW_QPS_RTS);
 	iw_qp_conn_lost(f.qp, false);
+	expect_wc(f.w.e[0].rcq, 104, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
 	expect_empty(f.w.e[0].rcq);
 	world_free(&f.w);
 }
@@ -2678,6 +2747,62 @@ START_TEST(test_destroy_with_txq)
 }
 END_TEST
 
+/* The application moves a QP to ERR while the glue is receiving straight
+ * into a destination: the receive (or the Write's MR) stays referenced
+ * until the glue reports back, then flushes. */
+START_TEST(test_direct_vs_modify_err)
+{
+	bool tagged = _i;
+	struct cfg g = {.crc = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 8192, 0);
+	struct buf *dst = buf_new(&w, w.pd, 8192, ACC_RW);
+	fill(src->p, 8192, 31);
+	struct iw_sge sg = sge_of(src, 0, 8192);
+	if (tagged) {
+		ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_WRITE, 0, &sg, 1, dst->p,
+					   dst->mr->rkey),
+				 0);
+	} else {
+		post_recv_buf(B->qp, 7, dst, 0, 8192);
+		post_recv_buf(B->qp, 8, dst, 0, 8192);
+		struct iw_send_wr wr = wr_of(1, IW_WR_SEND, 0, &sg, 1);
+		ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	}
+	size_t n = take_tx(&w, A->qp);
+	ck_assert_uint_gt(n, 100);
+	/* Feed octet by octet until the engine offers a destination. */
+	size_t pos = 0, used = 0, d = 0;
+	uint8_t *p = NULL;
+	while (pos < n && (d = iw_qp_rx_direct(B->qp, &p)) == 0) {
+		ck_assert_int_eq(iw_qp_rx(B->qp, w.stage + pos, 1, &used), 0);
+		pos++;
+	}
+	ck_assert_uint_gt(d, 0);
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_ERR};
+	ck_assert_int_eq(iw_modify_qp(B->qp, &qa, IW_QP_STATE), 0);
+	ck_assert_int_eq(qp_state(B->qp), IW_QPS_ERR);
+	expect_empty(B->rcq); /* the glue may be writing into it */
+	ck_assert_int_eq(iw_dereg_mr(dst->mr), EBUSY);
+	memcpy(p, w.stage + pos, d);
+	ck_assert_int_eq(iw_qp_rx_direct_done(B->qp, d), 0);
+	if (!tagged) {
+		expect_wc(B->rcq, 7, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+		expect_wc(B->rcq, 8, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	}
+	expect_empty(B->rcq);
+	/* Nothing references dst any more (world_free deregisters it). */
+	ck_assert(iw_qp_take_events(B->qp) & IW_QPE_ERROR);
+	ck_assert_uint_eq(pump_dir(&w, 1), 0);
+	iw_qp_conn_lost(A->qp, false);
+	iw_qp_conn_lost(B->qp, false);
+	world_free(&w);
+}
+END_TEST
+
 /* ================================================================ suite */
 
 Suite *suite_qp(void)
@@ -2712,6 +2837,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_modify_err);
 	tcase_add_test(tc, test_ring_wrap);
 	tcase_add_test(tc, test_destroy_with_txq);
+	tcase_add_loop_test(tc, test_direct_vs_modify_err, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostile");

@@ -41,6 +41,7 @@ struct end {
 	struct iw_cm_channel *cm;
 	struct iw_cm_id *id;
 	struct iw_pd *pd;
+	struct iw_comp_channel *cc;
 	struct iw_cq *cq;
 	struct iw_mr *mr;
 	uint8_t *buf;
@@ -83,7 +84,8 @@ static void end_init(struct end *e, size_t size, int depth, int srq_depth)
 		die("iw_context_new", errno);
 	e->cm = iw_cm_create_channel(e->ctx);
 	e->pd = iw_alloc_pd(e->ctx);
-	e->cq = iw_create_cq(e->ctx, 2 * depth + srq_depth + 16, NULL, NULL, 0);
+	e->cc = iw_create_comp_channel(e->ctx);
+	e->cq = e->cc ? iw_create_cq(e->ctx, 2 * depth + srq_depth + 16, NULL, e->cc, 0) : NULL;
 	if (!e->cm || !e->pd || !e->cq)
 		die("setup", errno);
 	if (size) {
@@ -187,6 +189,26 @@ static int post_recv(struct end *s, struct iw_qp *qp, size_t size)
 	return iw_post_recv(qp, &wr, &bad);
 }
 
+/* Nothing to do until a completion: sleep on the channel instead of
+ * spinning (on a 2-core machine a spinning poller starves the two loop
+ * threads that move the data). */
+static int wait_cq(struct end *c, struct iw_wc *wc)
+{
+	if (iw_req_notify_cq(c->cq, 0))
+		return 0;
+	int n = iw_poll_cq(c->cq, 32, wc);
+	if (n)
+		return n;
+	struct pollfd p = {.fd = c->cc->fd, .events = POLLIN};
+	if (poll(&p, 1, 100) == 1) {
+		struct iw_cq *ecq;
+		void *ectx;
+		if (iw_get_cq_event(c->cc, &ecq, &ectx) == 0)
+			iw_ack_cq_events(ecq, 1);
+	}
+	return iw_poll_cq(c->cq, 32, wc);
+}
+
 /* Keep depth operations in flight for the duration; returns bytes/s. */
 static double run_bw(struct end *c, struct end *s, struct iw_qp *sqp, const struct opts *o,
 		     uint64_t *out_iters)
@@ -214,6 +236,8 @@ static double run_bw(struct end *c, struct end *s, struct iw_qp *sqp, const stru
 		if (t >= end && done == posted && (!send || recvd == posted))
 			break;
 		int n = iw_poll_cq(c->cq, 32, wc);
+		if (n == 0 && !send)
+			n = wait_cq(c, wc);
 		for (int i = 0; i < n; i++)
 			if (wc[i].status != IW_WC_SUCCESS) {
 				fprintf(stderr, "iwarp-perf: completion %s\n",

@@ -18,9 +18,9 @@
  * inline, a call from another thread is queued to the loop and waited for.
  * So with an application event_base the loop must be running (dispatched
  * by another thread) whenever another thread makes a CM call, or that call
- * never returns. Until a libiwarp callback has run, the loop thread is
- * taken to be the thread that created the context. In convenience mode the
- * loop always runs. (iw_cm_create_channel, iw_cm_destroy_channel,
+ * never returns. With an application base, until a libiwarp callback has
+ * run, the loop thread is taken to be the thread that created the context.
+ * In convenience mode the loop always runs on the context's own thread. (iw_cm_create_channel, iw_cm_destroy_channel,
  * iw_cm_set_mpa_opts, iw_cm_get_event and iw_cm_ack_event do not go
  * through the loop.)
  *
@@ -64,11 +64,10 @@ struct iw_cm_channel {
  */
 struct iw_cm_channel *iw_cm_create_channel(struct iw_context *ctx);
 /*
- * Destroy a channel: events still queued are freed and the fd is closed.
- * Nothing changes while ids use it, and an id exists for every incoming
- * TCP connection from the moment it is accepted: after its listener is
- * destroyed, a connection whose MPA Request is pending still raises
- * CONNECT_REQUEST, or is dropped within the MPA timeout.
+ * Destroy a CM event channel: events still queued are freed and the fd is
+ * closed. Nothing changes while ids use it, and an id exists for every
+ * incoming TCP connection from the moment it is accepted (until its
+ * CONNECT_REQUEST is raised, destroying the listener drops it too).
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
@@ -87,8 +86,7 @@ enum iw_cm_event_type {
 	IW_CM_EVENT_TIMEWAIT_EXIT,       /* reserved (rdma_cm shape; never raised) */
 };
 /*
- * Name a CM event type, e.g. "ESTABLISHED".
- * Thread safe.
+ * Name a CM event type, e.g. "ESTABLISHED". Thread safe.
  *
  * Returns: a static string ("unknown" for a value outside the enum).
  */
@@ -115,10 +113,10 @@ struct iw_mpa_opts {
 	bool peer_siw_term;   /* decode the peer's TERMINATE with siw's bit layout */
 };
 /*
- * Fill *opts with the default MPA options (see struct iw_mpa_opts): rev 2,
- * enhanced, peer-to-peer, offer WRITE|READ RTR, accept WRITE then READ,
- * CRC on, markers not requested but accepted, pd_cap 512, 10 s timeout.
- * A NULL opts is ignored. Every new id starts with these options.
+ * Get the default MPA options: fill *opts (see struct iw_mpa_opts) with rev
+ * 2, enhanced, peer-to-peer, offer WRITE|READ RTR, accept WRITE then READ,
+ * CRC on, markers not requested but accepted, pd_cap 512, 10 s timeout. A
+ * NULL opts is ignored. Every new id starts with these options.
  */
 void iw_mpa_opts_default(struct iw_mpa_opts *opts);
 
@@ -138,7 +136,7 @@ struct iw_conn_param {
 struct iw_cm_event {
 	enum iw_cm_event_type event;
 	struct iw_cm_id *id;
-	struct iw_cm_id *listen_id; /* CONNECT_REQUEST: the listening id (not filled in: always NULL) */
+	struct iw_cm_id *listen_id; /* CONNECT_REQUEST: the listener (NULL once destroyed) */
 	int status;                 /* 0, or a positive errno for errors */
 	/* The peer's private data. IRD/ORD: CONNECT_REQUEST, the peer's
 	 * offer; ESTABLISHED, ours as negotiated. */
@@ -164,10 +162,11 @@ struct iw_cm_id {
 };
 
 /*
- * Create an id on a channel, stored in *out_id. Its events are queued on
- * ch, its user_context is stored in id->user_context, and its MPA options
- * start as iw_mpa_opts_default. The id belongs to the application until
- * iw_cm_destroy_id. Runs on the loop thread (see the top of this file).
+ * Create a CM id on a channel. The id is stored in *out_id, its events are
+ * queued on ch, its user_context is stored in id->user_context, and its MPA
+ * options start as iw_mpa_opts_default. The id belongs to the application
+ * until iw_cm_destroy_id. Runs on the loop thread (see the top of this
+ * file).
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -176,13 +175,14 @@ struct iw_cm_id {
  */
 int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id, void *user_context);
 /*
- * Destroy an id: an open connection is reset (abortive close, no
+ * Destroy a CM id: an open connection is reset (abortive close, no
  * DISCONNECTED event), a listening socket is closed, its QP (created with
- * iw_cm_create_qp) is destroyed, flushing outstanding WRs to their CQs,
- * and events for it that were not yet read are dropped. Ids of incoming
- * connections are independent of their listener. Nothing changes while
- * one of the id's events taken with iw_cm_get_event is not acked. Runs on
- * the loop thread.
+ * iw_cm_create_qp) is destroyed, flushing outstanding WRs to their CQs, and
+ * events for it that were not yet read are dropped. A listener also drops
+ * the incoming connections whose CONNECT_REQUEST has not been raised; those
+ * already raised are ids of their own (and their queued events' listen_id
+ * becomes NULL). Nothing changes while one of the id's events taken with
+ * iw_cm_get_event is not acked. Runs on the loop thread.
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
@@ -190,13 +190,13 @@ int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id, void *us
  */
 int iw_cm_destroy_id(struct iw_cm_id *id);
 /*
- * Set the MPA options (copied) this id uses from its next iw_cm_connect,
- * or, on a listening id, for the connections TCP accepts from now on: an
+ * Set an id's MPA options: copied, and used from its next iw_cm_connect or,
+ * on a listening id, for the connections TCP accepts from now on: an
  * incoming connection's id copies its listener's options when it is
  * accepted, and those drive its Reply; changing them on that id later has
  * no effect on the negotiation. Only rev and pd_cap are checked here; the
- * rest is checked when the Request or Reply is built. Not synchronised
- * with the loop: call it before iw_cm_connect or iw_cm_listen.
+ * rest is checked when the Request or Reply is built. Not synchronised with
+ * the loop: call it before iw_cm_connect or iw_cm_listen.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -205,23 +205,23 @@ int iw_cm_destroy_id(struct iw_cm_id *id);
 int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
 
 /*
- * Record the local address (AF_INET or AF_INET6, copied) for the id's
- * next iw_cm_listen or iw_cm_connect. The socket is bound by that call, so
- * address errors (EADDRINUSE, EADDRNOTAVAIL, EACCES) are reported there;
- * local_addr shows the kernel's port for port 0 once iw_cm_listen
- * succeeds or a connection is up. Runs on the loop thread.
+ * Bind an id to a local address: record it (AF_INET or AF_INET6, copied)
+ * for the id's next iw_cm_listen or iw_cm_connect. The socket is bound by
+ * that call, so address errors (EADDRINUSE, EADDRNOTAVAIL, EACCES) are
+ * reported there; local_addr shows the kernel's port for port 0 once
+ * iw_cm_listen succeeds or a connection is up. Runs on the loop thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
- *   EINVAL  id or addr is NULL, the family is neither AF_INET nor
- *           AF_INET6, or the id is already bound or not idle.
+ *   EINVAL  id or addr is NULL, the family is neither AF_INET nor AF_INET6,
+ *           or the id is already bound or not idle.
  */
 int iw_cm_bind_addr(struct iw_cm_id *id, const struct sockaddr *addr);
 /*
- * Listen on the bound address (SO_REUSEADDR; backlog <= 0 means
- * SOMAXCONN). Each TCP connection accepted gets a new id on the same
- * channel, with the listener's user_context and MPA options; when its MPA
- * Request arrives (within the options' timeout_ms, else it is dropped
+ * Listen for connections: on the bound address, with SO_REUSEADDR (backlog
+ * <= 0 means SOMAXCONN). Each TCP connection accepted gets a new id on the
+ * same channel, with the listener's user_context and MPA options; when its
+ * MPA Request arrives (within the options' timeout_ms, else it is dropped
  * silently, as is a malformed Request), CONNECT_REQUEST is raised with
  * event->id the new id. Then iw_cm_create_qp, post receives, and
  * iw_cm_accept or iw_cm_reject it. Runs on the loop thread.
@@ -236,12 +236,12 @@ int iw_cm_bind_addr(struct iw_cm_id *id, const struct sockaddr *addr);
 int iw_cm_listen(struct iw_cm_id *id, int backlog);
 
 /*
- * Create the id's QP (RC) on pd with iw_create_qp's rules, move it to
- * INIT and attach it (id->qp). From then on the connection manager moves
+ * Create the QP of a CM id: an RC QP on pd with iw_create_qp's rules, moved
+ * to INIT and attached (id->qp). From then on the connection manager moves
  * it to RTS when the MPA exchange completes and to ERR when the connection
  * ends. The QP belongs to the id: iw_cm_destroy_qp or iw_cm_destroy_id
- * destroy it (iw_destroy_qp returns EBUSY). Post receives before
- * connecting or accepting. Runs on the loop thread.
+ * destroy it (iw_destroy_qp returns EBUSY). Post receives before connecting
+ * or accepting. Runs on the loop thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -251,10 +251,10 @@ int iw_cm_listen(struct iw_cm_id *id, int backlog);
  */
 int iw_cm_create_qp(struct iw_cm_id *id, struct iw_pd *pd, struct iw_qp_init_attr *attr);
 /*
- * Destroy the id's QP: the connection, if any, is reset (abortive close,
- * no event) and the id cannot connect again; outstanding WRs are flushed
- * to their CQs. Nothing happens for a NULL id or an id without a QP. Runs
- * on the loop thread.
+ * Destroy the QP of a CM id: the connection, if any, is reset (abortive
+ * close, no event) and the id cannot connect again; outstanding WRs are
+ * flushed to their CQs. Nothing happens for a NULL id or an id without a
+ * QP. Runs on the loop thread.
  */
 void iw_cm_destroy_qp(struct iw_cm_id *id);
 
@@ -262,20 +262,20 @@ void iw_cm_destroy_qp(struct iw_cm_id *id);
  * Start connecting to dst (nonblocking): TCP connect (from the bound
  * address, if any), then the MPA Request. The id needs a QP; post receives
  * first. dst and param, private data included, are copied. Without param:
- * IRD = ORD = 1, 10 s TCP deadline, the id's MPA options. With param:
- * IRD = responder_resources, ORD = initiator_depth, connect_timeout_ms
- * (0: 10 s), and mpa, if set, replaces the id's options.
+ * IRD = ORD = 1, 10 s TCP deadline, the id's MPA options. With param: IRD =
+ * responder_resources, ORD = initiator_depth, connect_timeout_ms (0: 10 s),
+ * and mpa, if set, replaces the id's options.
  *
  * The outcome is one event: ESTABLISHED (the Reply's private data,
  * negotiated values); REJECTED (status ECONNREFUSED, the peer's private
  * data); UNREACHABLE (status: the connect(2) error, such as ECONNREFUSED or
  * ENETUNREACH, or ETIMEDOUT after the TCP deadline); CONNECT_ERROR (status
- * ETIMEDOUT after the MPA timeout, ECONNRESET when the peer closes,
- * EPROTO for a bad or incompatible Reply with wire_err set, or EINVAL or
- * EMSGSIZE when the Request cannot be built: options out of range, or
- * private data above pd_cap with the 4-octet RFC 6581 block counted). An
- * id connects once: after a failure, destroy it and create another. Runs on
- * the loop thread.
+ * ETIMEDOUT after the MPA timeout, ECONNRESET when the peer closes, EPROTO
+ * for a bad or incompatible Reply with wire_err set, or EINVAL or EMSGSIZE
+ * when the Request cannot be built: options out of range, or private data
+ * above pd_cap with the 4-octet RFC 6581 block counted). An id connects
+ * once: after a failure, destroy it and create another. Runs on the loop
+ * thread.
  *
  * Returns: 0 (the attempt started), or a positive errno.
  * Errors:
@@ -291,32 +291,32 @@ void iw_cm_destroy_qp(struct iw_cm_id *id);
 int iw_cm_connect(struct iw_cm_id *id, const struct sockaddr *dst,
 		  const struct iw_conn_param *param);
 /*
- * Accept a CONNECT_REQUEST on its id (event->id), which needs a QP: send
- * the MPA Reply with param's private data (copied) and IRD/ORD
- * (responder_resources, initiator_depth; 1 and 1 without param). The
- * negotiation follows the options the id copied from its listener;
- * param->mpa and connect_timeout_ms are not used. ESTABLISHED follows once
- * the Reply is written, or with peer-to-peer mode once the initiator's RTR
- * has arrived. If the Request cannot be satisfied (no common RTR, markers
- * refused), a Reject goes out instead and CONNECT_ERROR (status
- * ECONNREFUSED) follows; the call still returns 0. Runs on the loop
+ * Accept a connection request: on the id of a CONNECT_REQUEST (event->id),
+ * which needs a QP, send the MPA Reply with param's private data (copied)
+ * and IRD/ORD (responder_resources, initiator_depth; 1 and 1 without
+ * param). The negotiation follows the options the id copied from its
+ * listener; param->mpa and connect_timeout_ms are not used. ESTABLISHED
+ * follows once the Reply is written, or with peer-to-peer mode once the
+ * initiator's RTR has arrived. If the Request cannot be satisfied (no
+ * common RTR, markers refused), a Reject goes out instead and CONNECT_ERROR
+ * (status ECONNREFUSED) follows; the call still returns 0. Runs on the loop
  * thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  id is NULL, has no QP, or is not waiting for an answer to its
- *           CONNECT_REQUEST; private_data_len is above 512 or
- *           private_data is NULL with a length; param->mpa has a rev
- *           other than 1 or 2.
+ *           CONNECT_REQUEST; private_data_len is above 512 or private_data
+ *           is NULL with a length; param->mpa has a rev other than 1 or 2.
  *   EMSGSIZE The private data does not fit pd_cap (with the 4-octet RFC
- *           6581 block when the Reply carries one); a smaller one may be
- *           tried.
+ *            6581 block when the Reply carries one); a smaller one may be
+ *            tried.
  */
 int iw_cm_accept(struct iw_cm_id *id, const struct iw_conn_param *param);
 /*
- * Reject a CONNECT_REQUEST on its id: an MPA Reply with R set carrying
- * private_data (copied), then close. The initiator sees REJECTED; this
- * side gets no event. Destroy the id afterwards. Runs on the loop thread.
+ * Reject a connection request: on the id of a CONNECT_REQUEST, send an MPA
+ * Reply with R set carrying private_data (copied), then close. The
+ * initiator sees REJECTED; this side gets no event. Destroy the id
+ * afterwards. Runs on the loop thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -324,29 +324,29 @@ int iw_cm_accept(struct iw_cm_id *id, const struct iw_conn_param *param);
  *           NULL with a length, or the id is not waiting for an answer to
  *           its CONNECT_REQUEST.
  *   EMSGSIZE The private data does not fit pd_cap (RFC 6581 block
- *           included).
+ *            included).
  */
 int iw_cm_reject(struct iw_cm_id *id, const void *private_data, uint16_t private_data_len);
 /*
- * Graceful close: the QP goes to ERR and every WR not completed is flushed
- * in order (IW_WC_WR_FLUSH_ERR); FPDUs already handed to the send path are
- * written, then FIN. DISCONNECTED follows when the peer closes too, or
- * after 3 s with a reset. Calling it on an id that is already closing or
- * closed does nothing and returns 0. Runs on the loop thread.
+ * Disconnect gracefully: the QP goes to ERR and every WR not completed is
+ * flushed in order (IW_WC_WR_FLUSH_ERR); FPDUs already handed to the send
+ * path are written, then FIN. DISCONNECTED follows when the peer closes
+ * too, or after 3 s with a reset. Calling it on an id that is already
+ * closing or closed does nothing and returns 0. Runs on the loop thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  id is NULL.
  *   ENOTCONN The id has no QP, or its connection has not finished the MPA
- *           exchange (idle, listening, connecting, awaiting accept).
+ *            exchange (idle, listening, connecting, awaiting accept).
  */
 int iw_cm_disconnect(struct iw_cm_id *id);
 
 /*
- * Take the next event from the channel, in the order things happened.
- * Waits in read(2) while none is queued unless the fd is nonblocking. The
- * event belongs to the library: read it, then give it back with
- * iw_cm_ack_event; until then its id cannot be destroyed. Any thread.
+ * Get the next CM event: the oldest on the channel, in the order things
+ * happened. Waits in read(2) while none is queued unless the fd is
+ * nonblocking. The event belongs to the library: read it, then give it back
+ * with iw_cm_ack_event; until then its id cannot be destroyed. Any thread.
  * Events: CONNECT_REQUEST (listener side, on a new id), ESTABLISHED,
  * REJECTED, UNREACHABLE, CONNECT_ERROR, DISCONNECTED (status 0; the QP is
  * in ERR). CONNECT_RESPONSE and TIMEWAIT_EXIT are never raised.
@@ -360,8 +360,8 @@ int iw_cm_disconnect(struct iw_cm_id *id);
  */
 int iw_cm_get_event(struct iw_cm_channel *ch, struct iw_cm_event **out_event);
 /*
- * Give back an event from iw_cm_get_event and free it: its private data
- * pointer is invalid from then on. Any thread.
+ * Acknowledge a CM event: give back an event from iw_cm_get_event and free
+ * it: its private data pointer is invalid from then on. Any thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:

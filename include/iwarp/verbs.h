@@ -11,10 +11,10 @@
  * or a negative errno. Every free/destroy accepts NULL (and returns 0).
  *
  * Ownership: every object is created on a parent (context -> PD -> MR, QP,
- * SRQ; context -> completion channel -> CQ) and the parent must outlive it:
- * destroying a parent that still has children fails with EBUSY (PD, CQ,
- * channel, SRQ), except iw_context_free, which only checks for CM ids.
- * Structures the application passes in (attributes, work requests, SGE
+ * SRQ; context -> completion channel -> CQ), and what an object uses (its
+ * parent; a QP's CQs and SRQ) must outlive it: a PD, channel, CQ or SRQ
+ * still in use refuses to be destroyed (EBUSY). iw_context_free only
+ * checks for CM ids: free everything else first. Structures the application passes in (attributes, work requests, SGE
  * lists) are copied; memory that data moves through (registered regions)
  * is never copied and must stay valid while the library may use it.
  *
@@ -67,7 +67,8 @@ struct iw_context_attr {
 	 * thread (convenience mode). */
 	struct event_base *base;
 	/* Trace every connection's bytes as pcap (IWARP_PCAP in the
-	 * environment does the same for programs that do not set it). */
+	 * environment does the same for programs that do not set it).
+	 * Recorded only: this version writes no trace. */
 	const char *pcap_path;
 };
 
@@ -98,9 +99,9 @@ struct iw_context *iw_context_new(const struct iw_context_attr *attr);
  * channel first. MRs still registered are freed with the context (their
  * struct iw_mr becomes invalid) and queued asynchronous events are dropped.
  * In convenience mode the loop thread is stopped and joined. With an
- * application base, the context's event is removed from the base (call
- * this on the loop thread or while the loop is not running); the base
- * itself is not freed.
+ * application base, the context's event is removed from the base (call this
+ * on the loop thread or while the loop is not running); the base itself is
+ * not freed.
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
@@ -115,7 +116,7 @@ int iw_context_free(struct iw_context *ctx);
  * application, or whose connection closes, raises no event. */
 enum iw_event_type {
 	IW_EVENT_CQ_ERR = 1,         /* CQ overflow: completions were lost */
-	IW_EVENT_QP_FATAL,           /* LLP (MPA) error from the peer: CRC, markers, RTR; we sent TERMINATE */
+	IW_EVENT_QP_FATAL,           /* LLP error (CRC, markers, RTR) or a local WR failed: we sent TERMINATE */
 	IW_EVENT_QP_REQ_ERR,         /* peer's request violated the protocol: we sent TERMINATE */
 	IW_EVENT_QP_ACCESS_ERR,      /* remote access error: we sent TERMINATE */
 	IW_EVENT_QP_TERMINATE,       /* peer sent TERMINATE: see term */
@@ -124,8 +125,8 @@ enum iw_event_type {
 	IW_EVENT_SQ_DRAINED,         /* reserved (verbs shape; never raised) */
 };
 /*
- * Name an asynchronous event type, e.g. "QP terminated by peer".
- * Thread safe.
+ * Name an asynchronous event type, e.g. "QP terminated by peer". Thread
+ * safe.
  *
  * Returns: a static string ("unknown" for a value outside the enum).
  */
@@ -145,28 +146,26 @@ struct iw_async_event {
 };
 
 /*
- * The file descriptor of the context's asynchronous event queue: readable
- * while at least one event is queued (an eventfd in semaphore mode). Wait
- * on it with poll(2), epoll or libevent; do not read or close it. It lives
- * until iw_context_free. Its O_NONBLOCK flag does not matter:
- * iw_get_async_event never blocks.
+ * Get the asynchronous event fd: the file descriptor of the context's event
+ * queue, readable while at least one event is queued (an eventfd in
+ * semaphore mode). Wait on it with poll(2), epoll or libevent; do not read
+ * or close it. It lives until iw_context_free. Its O_NONBLOCK flag does not
+ * matter: iw_get_async_event never blocks.
  *
  * Returns: the fd, or -1 if ctx is NULL (errno is not set).
  */
 int iw_context_async_fd(struct iw_context *ctx);
 /*
- * Take the oldest queued asynchronous event, copied into *event. Never
- * blocks. Raised: IW_EVENT_CQ_ERR (element.cq), IW_EVENT_QP_FATAL,
+ * Get the next asynchronous event: the oldest queued, copied into *event.
+ * Never blocks. Raised: IW_EVENT_CQ_ERR (element.cq), IW_EVENT_QP_FATAL,
  * IW_EVENT_QP_REQ_ERR and IW_EVENT_QP_ACCESS_ERR (element.qp; term is the
  * TERMINATE we sent), IW_EVENT_QP_TERMINATE (element.qp; term is the
  * peer's, term_from_peer set) and IW_EVENT_SRQ_LIMIT_REACHED (element.srq).
  *
  * The copy owns nothing, and the object it names is not pinned: do not
- * destroy that object while still using the event. iw_destroy_cq drops
- * queued events that name the CQ; iw_destroy_qp and iw_destroy_srq do not,
- * so drain the queue before destroying a QP or SRQ that may have raised
- * one. An event that cannot be allocated when it is raised is lost. Any
- * thread may call this.
+ * destroy that object while still using the event. Events still queued
+ * when their CQ, QP or SRQ is destroyed are dropped. An event that cannot
+ * be allocated when it is raised is lost. Any thread may call this.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -224,12 +223,12 @@ struct iw_mr {
 };
 
 /*
- * Register length octets at addr on pd with the IW_ACCESS_* rights in
- * access. The memory is not copied: the library reads and writes it in
- * place (sends gather from it, receives, RDMA Writes and Read Responses
- * land in it), so it must stay valid until iw_dereg_mr returns 0. Peers
- * address it by rkey and the virtual address: the tagged offset of
- * addr[i] is (uintptr_t)addr + i. lkey == rkey == the STag.
+ * Register a memory region: length octets at addr on pd, with the
+ * IW_ACCESS_* rights in access. The memory is not copied: the library reads
+ * and writes it in place (sends gather from it, receives, RDMA Writes and
+ * Read Responses land in it), so it must stay valid until iw_dereg_mr
+ * returns 0. Peers address it by rkey and the virtual address: the tagged
+ * offset of addr[i] is (uintptr_t)addr + i. lkey == rkey == the STag.
  *
  * access 0 allows local reads only (a Send or Write source). Receives and
  * atomic results need IW_ACCESS_LOCAL_WRITE; the sink of an RDMA Read is
@@ -246,11 +245,11 @@ struct iw_mr {
  */
 struct iw_mr *iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, int access);
 /*
- * Deregister and free an MR (made by iw_reg_mr or iw_alloc_mr). The STag
- * is invalid to the peer from the moment this returns 0; the memory itself
- * is left alone. Refused while a posted WR that has not completed, or an
- * inbound placement in progress, references the MR: retry after the
- * completions. Any thread.
+ * Deregister a memory region: free an MR made by iw_reg_mr or iw_alloc_mr.
+ * The STag is invalid to the peer from the moment this returns 0; the
+ * memory itself is left alone. Refused while a posted WR that has not
+ * completed, or an inbound placement in progress, references the MR: retry
+ * after the completions. Any thread.
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
@@ -274,8 +273,9 @@ int iw_dereg_mr(struct iw_mr *mr);
  */
 struct iw_mr *iw_alloc_mr(struct iw_pd *pd, uint32_t max_num_sg);
 /*
- * The next key for a fast-registration MR's STag, as ibv_inc_rkey: the low
- * 8 bits (the key) are incremented modulo 256, the 24-bit index is kept.
+ * Increment the key of an STag: the next key for a fast-registration MR's
+ * STag, as ibv_inc_rkey. The low 8 bits (the key) are incremented modulo
+ * 256, the 24-bit index is kept.
  *
  * Returns: the new STag.
  */
@@ -314,8 +314,8 @@ struct iw_comp_channel {
  */
 struct iw_comp_channel *iw_create_comp_channel(struct iw_context *ctx);
 /*
- * Destroy a completion channel and close its fd. Nothing changes while
- * CQs created on it still exist.
+ * Destroy a completion channel and close its fd. Nothing changes while CQs
+ * created on it still exist.
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
@@ -335,8 +335,8 @@ int iw_destroy_comp_channel(struct iw_comp_channel *channel);
  *
  * Returns: the CQ, or NULL with errno set.
  * Errors:
- *   EINVAL  ctx is NULL, cqe is below 1 or above 4194304 (2^22), or
- *           channel belongs to another context.
+ *   EINVAL  ctx is NULL, cqe is below 1 or above 4194304 (2^22), or channel
+ *           belongs to another context.
  *   ENOMEM  Out of memory.
  */
 struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_context,
@@ -353,13 +353,13 @@ struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_context,
  */
 int iw_destroy_cq(struct iw_cq *cq);
 /*
- * Arm the CQ, once, for the next completion (solicited_only 0), or for the
- * next completion of a message that carried SE or of any error
- * (solicited_only non-zero). A completion added while armed queues the
- * CQ's event on its channel and disarms it. Completions already in the CQ
- * do not fire it: arm, poll until empty, then wait. A pending arming for
- * any completion is not narrowed by a later solicited-only call. Any
- * thread.
+ * Request a completion notification: arm the CQ, once, for the next
+ * completion (solicited_only 0), or for the next completion of a message
+ * that carried SE or of any error (solicited_only non-zero). A completion
+ * added while armed queues the CQ's event on its channel and disarms it.
+ * Completions already in the CQ do not fire it: arm, poll until empty, then
+ * wait. A pending arming for any completion is not narrowed by a later
+ * solicited-only call. Any thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -367,26 +367,26 @@ int iw_destroy_cq(struct iw_cq *cq);
  */
 int iw_req_notify_cq(struct iw_cq *cq, int solicited_only);
 /*
- * Take the next CQ event from the channel: *cq is the CQ that fired and
- * *cq_context (if cq_context is not NULL) its cq_context. Waits in read(2)
- * while none is queued, unless the channel's fd is nonblocking. Several
- * firings of one CQ before its event is read make one event. Every event
- * taken must be acknowledged (iw_ack_cq_events) before the CQ can be
+ * Get the next completion event from the channel: *cq is the CQ that fired
+ * and *cq_context (if cq_context is not NULL) its cq_context. Waits in
+ * read(2) while none is queued, unless the channel's fd is nonblocking.
+ * Several firings of one CQ before its event is read make one event. Every
+ * event taken must be acknowledged (iw_ack_cq_events) before the CQ can be
  * destroyed; re-arm (iw_req_notify_cq) to get the next one. Any thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  channel or cq is NULL.
  *   EAGAIN  The fd is nonblocking and no event is queued.
- *   EINTR   A signal interrupted the wait (other read(2) errors of the
- *           fd are returned as they are).
+ *   EINTR   A signal interrupted the wait (other read(2) errors of the fd
+ *           are returned as they are).
  */
 int iw_get_cq_event(struct iw_comp_channel *channel, struct iw_cq **cq, void **cq_context);
 /*
- * Acknowledge nevents events that iw_get_cq_event returned for cq.
- * Acknowledgements are counted, not matched: acknowledge exactly as many
- * as were taken (more keeps iw_destroy_cq failing with EBUSY). A NULL cq,
- * a CQ without a channel and nevents 0 are ignored. Any thread.
+ * Acknowledge CQ events: nevents events that iw_get_cq_event returned for
+ * cq. Acknowledgements are counted, not matched: acknowledge exactly as
+ * many as were taken (more keeps iw_destroy_cq failing with EBUSY). A NULL
+ * cq, a CQ without a channel and nevents 0 are ignored. Any thread.
  */
 void iw_ack_cq_events(struct iw_cq *cq, unsigned int nevents);
 
@@ -414,8 +414,8 @@ enum iw_wc_status {
 	IW_WC_GENERAL_ERR,
 };
 /*
- * Name a work completion status, e.g. "work request flushed error".
- * Thread safe.
+ * Name a work completion status, e.g. "work request flushed error". Thread
+ * safe.
  *
  * Returns: a static string ("unknown" for a value outside the enum).
  */
@@ -434,8 +434,7 @@ enum iw_wc_opcode {
 	IW_WC_RECV_RDMA_WITH_IMM,
 };
 /*
- * Name a work completion opcode, e.g. "RDMA read".
- * Thread safe.
+ * Name a work completion opcode, e.g. "RDMA read". Thread safe.
  *
  * Returns: a static string ("unknown" for a value outside the enum).
  */
@@ -463,15 +462,15 @@ struct iw_wc {
  * Poll the CQ: move up to num_entries of its oldest completions into
  * wc[0..], oldest first. Each completion is handed out once. A send WR
  * completes in posting order, successes only when signaled, errors always;
- * status IW_WC_WR_FLUSH_ERR marks WRs flushed after the QP went to ERR,
- * and vendor_err carries the TERMINATE triple behind an error, if any.
- * Never blocks; any thread.
+ * status IW_WC_WR_FLUSH_ERR marks WRs flushed after the QP went to ERR, and
+ * vendor_err carries the TERMINATE triple behind an error, if any. Never
+ * blocks; any thread.
  *
- * Returns: the number of completions stored (0 when the CQ is empty), or
- * a negative errno (unlike the other int calls).
+ * Returns: the number of completions stored (0 when the CQ is empty), or a
+ * negative errno (unlike the other int calls).
  * Errors:
- *   EINVAL  cq is NULL, num_entries is negative, or num_entries is
- *           positive and wc is NULL (returned as -EINVAL).
+ *   EINVAL  cq is NULL, num_entries is negative, or num_entries is positive
+ *           and wc is NULL (returned as -EINVAL).
  */
 int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc);
 
@@ -529,9 +528,8 @@ struct iw_qp_init_attr {
  * max_inline_data to at least 256, and iw_query_qp reports the result. The
  * PD, both CQs and the SRQ (if any) must outlive the QP.
  *
- * Limits: max_send_wr 1..16384; max_recv_wr 1..16384 (ignored with an
- * SRQ); max_send_sge and max_recv_sge at most 16; max_inline_data at most
- * 1024.
+ * Limits: max_send_wr 1..16384; max_recv_wr 1..16384 (ignored with an SRQ);
+ * max_send_sge and max_recv_sge at most 16; max_inline_data at most 1024.
  *
  * Returns: the QP, or NULL with errno set.
  * Errors:
@@ -544,8 +542,8 @@ struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr);
 /*
  * Destroy a QP made by iw_create_qp. Unless the QP is in RESET, every WR
  * still outstanding first completes with IW_WC_WR_FLUSH_ERR on its CQ, in
- * order, and drops its MR references. Queued asynchronous events naming
- * the QP are not removed. A QP owned by a CM id is destroyed with
+ * order, and drops its MR references. Queued asynchronous events naming the
+ * QP are dropped. A QP owned by a CM id is destroyed with
  * iw_cm_destroy_qp or iw_cm_destroy_id instead.
  *
  * Returns: 0 (also for NULL), or a positive errno.
@@ -573,7 +571,7 @@ struct iw_qp_attr {
 };
 
 /*
- * Modify the attributes of qp selected by attr_mask: IW_QP_STATE,
+ * Modify a QP: the attributes selected by attr_mask, among IW_QP_STATE,
  * IW_QP_CUR_STATE (must equal the current state), IW_QP_ACCESS_FLAGS
  * (recorded and reported, not enforced), IW_QP_MAX_QP_RD_ATOMIC (ORD) and
  * IW_QP_MAX_DEST_RD_ATOMIC (IRD), at most 128 each. ORD and IRD are
@@ -593,13 +591,13 @@ struct iw_qp_attr {
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  qp or attr is NULL, attr_mask has another bit (IW_QP_CAP
- *           included), the current state differs from cur_qp_state, ORD
- *           or IRD is above 128, or the transition is not allowed.
+ *           included), the current state differs from cur_qp_state, ORD or
+ *           IRD is above 128, or the transition is not allowed.
  *   EBUSY   RESET was asked while the QP is connected.
  */
 int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask);
 /*
- * Report the QP's attributes in *attr (attr_mask is ignored: everything is
+ * Query a QP: its attributes in *attr (attr_mask is ignored: everything is
  * filled) and, if init_attr is not NULL, the copy of its creation
  * attributes with the capabilities in effect. max_rd_atomic and
  * max_dest_rd_atomic are the negotiated ORD and IRD while connected.
@@ -611,7 +609,7 @@ int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask);
 int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask,
 		struct iw_qp_init_attr *init_attr);
 /*
- * The QP number (unique within the context, from 1), as found in the
+ * Get a QP's number: unique within the context, from 1, as found in the
  * qp_num field of its completions.
  *
  * Returns: the number, or 0 if qp is NULL.
@@ -622,7 +620,7 @@ enum iw_wr_opcode {
 	IW_WR_RDMA_WRITE,
 	IW_WR_RDMA_WRITE_WITH_IMM, /* RFC 7306 QPs only */
 	IW_WR_SEND,
-	IW_WR_SEND_WITH_IMM,       /* RFC 7306 QPs only */
+	IW_WR_SEND_WITH_IMM,       /* RFC 7306 QPs only; no payload (one Immediate Data message) */
 	IW_WR_RDMA_READ,
 	IW_WR_ATOMIC_CMP_AND_SWP,  /* RFC 7306 QPs only */
 	IW_WR_ATOMIC_FETCH_AND_ADD, /* RFC 7306 QPs only */
@@ -680,20 +678,20 @@ struct iw_recv_wr {
 };
 
 /*
- * Post the list of send work requests wr (linked by next) to qp's send
- * queue, in order. Posting stops at the first WR that fails: it is stored
- * in *bad_wr (if bad_wr is not NULL); the WRs before it are posted. The WRs
- * and their SGE lists are copied: they may be reused when this returns.
- * The data is not copied, unless IW_SEND_INLINE: the buffers must stay
- * valid and unchanged until the WR completes, and their MRs cannot be
+ * Post send work requests: the list wr (linked by next) to qp's send queue,
+ * in order. Posting stops at the first WR that fails: it is stored in
+ * *bad_wr (if bad_wr is not NULL); the WRs before it are posted. The WRs
+ * and their SGE lists are copied: they may be reused when this returns. The
+ * data is not copied, unless IW_SEND_INLINE: the buffers must stay valid
+ * and unchanged until the WR completes, and their MRs cannot be
  * deregistered until then. IW_SEND_INLINE copies the data now, without
  * looking at the lkeys (at most the QP's max_inline_data octets).
  *
  * The QP must be in RTS, SQD or ERR (a CM QP reaches RTS when the MPA
  * exchange completes); in ERR the WRs complete with IW_WC_WR_FLUSH_ERR,
- * behind those already flushed. A WR completes on the send CQ when it is done, in
- * posting order: successes only with IW_SEND_SIGNALED or sq_sig_all,
- * errors always. Per opcode:
+ * behind those already flushed. A WR completes on the send CQ when it is
+ * done, in posting order: successes only with IW_SEND_SIGNALED or
+ * sq_sig_all, errors always. Per opcode:
  *  - SEND, SEND_WITH_INV (invalidate_rkey), RDMA_WRITE (wr.rdma): at most
  *    max_send_sge SGEs, any valid MR of the PD.
  *  - RDMA_READ (wr.rdma): one SGE, in an MR with IW_ACCESS_REMOTE_WRITE;
@@ -702,41 +700,42 @@ struct iw_recv_wr {
  *    IW_QP_CREATE_RFC7306. An atomic takes one 8-octet SGE in an MR with
  *    IW_ACCESS_LOCAL_WRITE and an 8-aligned remote_addr; not inline.
  *  - LOCAL_INV (invalidate_rkey) and REG_MR (reg) run when they reach the
- *    head of the queue; failure completes them with IW_WC_LOC_QP_OP_ERR
- *    (IW_WC_LOC_PROT_ERR: an MR of another PD).
+ *    head of the queue. One that fails completes with IW_WC_LOC_QP_OP_ERR
+ *    (IW_WC_LOC_PROT_ERR: an MR of another PD) and takes the QP to ERR:
+ *    TERMINATE (RDMAP catastrophic) to the peer, IW_EVENT_QP_FATAL, and
+ *    the WRs behind it flush.
  *  - BIND_MW: memory windows are not implemented.
  * Any thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  qp is NULL; the QP is not in RTS, SQD or ERR; num_sge is
- *           negative, above 16 or above what the opcode allows, or
- *           sg_list is NULL with num_sge > 0; an lkey is unknown, invalid
- *           or of another PD; inline data exceeds max_inline_data; the
- *           opcode is BIND_MW, unknown, or needs IW_QP_CREATE_RFC7306; a
- *           Read or atomic breaks its rule above; REG_MR without reg.mr.
+ *           negative, above 16 or above what the opcode allows, or sg_list
+ *           is NULL with num_sge > 0; an lkey is unknown, invalid or of
+ *           another PD; inline data exceeds max_inline_data; the opcode is
+ *           BIND_MW, unknown, or needs IW_QP_CREATE_RFC7306; a Read or
+ *           atomic breaks its rule above; REG_MR without reg.mr.
  *   EACCES  An SGE's MR lacks the right the opcode needs.
  *   EFAULT  An SGE is not inside its MR.
- *   ENOMEM  The send queue is full (max_send_wr WRs not yet completed),
- *           or no memory for inline data.
+ *   ENOMEM  The send queue is full (max_send_wr WRs not yet completed), or
+ *           no memory for inline data.
  */
 int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr);
 /*
- * Post the list of receive work requests wr (linked by next) to qp's
- * receive queue. Posting stops at the first WR that fails: it is stored in
- * *bad_wr (if bad_wr is not NULL); the WRs before it are posted. The WRs
- * and SGE lists are copied; the buffers (in MRs with
- * IW_ACCESS_LOCAL_WRITE) must stay valid until the WR completes on the
- * receive CQ. Allowed in every state but RESET: post before connecting or
- * accepting, since iWARP has no receiver-not-ready retry (a Send that
- * finds no receive posted is a TERMINATE). In ERR the WRs complete with
- * IW_WC_WR_FLUSH_ERR. Any thread.
+ * Post receive work requests: the list wr (linked by next) to qp's receive
+ * queue. Posting stops at the first WR that fails: it is stored in *bad_wr
+ * (if bad_wr is not NULL); the WRs before it are posted. The WRs and SGE
+ * lists are copied; the buffers (in MRs with IW_ACCESS_LOCAL_WRITE) must
+ * stay valid until the WR completes on the receive CQ. Allowed in every
+ * state but RESET: post before connecting or accepting, since iWARP has no
+ * receiver-not-ready retry (a Send that finds no receive posted is a
+ * TERMINATE). In ERR the WRs complete with IW_WC_WR_FLUSH_ERR. Any thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  qp is NULL; the QP uses an SRQ (*bad_wr = wr); the QP is in
- *           RESET; num_sge is negative or above max_recv_sge, or sg_list
- *           is NULL with num_sge > 0; an lkey is unknown, invalid or of
+ *           RESET; num_sge is negative or above max_recv_sge, or sg_list is
+ *           NULL with num_sge > 0; an lkey is unknown, invalid or of
  *           another PD.
  *   EACCES  An SGE's MR lacks IW_ACCESS_LOCAL_WRITE.
  *   EFAULT  An SGE is not inside its MR.
@@ -756,10 +755,10 @@ struct iw_srq_init_attr {
 enum iw_srq_attr_mask { IW_SRQ_MAX_WR = 1 << 0, IW_SRQ_LIMIT = 1 << 1 };
 
 /*
- * Create a shared receive queue on pd: QPs created with attr.srq take
- * their receive WRs from it, oldest first. attr is copied: max_wr
- * 1..16384, max_sge 1..16, srq_limit at most max_wr (0: no limit event).
- * The size is fixed. The PD must outlive the SRQ, the SRQ its QPs.
+ * Create a shared receive queue on pd: QPs created with attr.srq take their
+ * receive WRs from it, oldest first. attr is copied: max_wr 1..16384,
+ * max_sge 1..16, srq_limit at most max_wr (0: no limit event). The size is
+ * fixed. The PD must outlive the SRQ, the SRQ its QPs.
  *
  * Returns: the SRQ, or NULL with errno set.
  * Errors:
@@ -768,9 +767,9 @@ enum iw_srq_attr_mask { IW_SRQ_MAX_WR = 1 << 0, IW_SRQ_LIMIT = 1 << 1 };
  */
 struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr *attr);
 /*
- * Arm the SRQ limit (attr_mask IW_SRQ_LIMIT): when a QP takes a WR and
- * fewer than srq_limit remain, IW_EVENT_SRQ_LIMIT_REACHED is raised once
- * and the limit disarms. 0 disarms it. Resizing (IW_SRQ_MAX_WR) is not
+ * Modify an SRQ: arm its limit (attr_mask IW_SRQ_LIMIT). When a QP takes a
+ * WR and fewer than srq_limit remain, IW_EVENT_SRQ_LIMIT_REACHED is raised
+ * once and the limit disarms. 0 disarms it. Resizing (IW_SRQ_MAX_WR) is not
  * supported.
  *
  * Returns: 0, or a positive errno.
@@ -780,9 +779,9 @@ struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr *attr);
  */
 int iw_modify_srq(struct iw_srq *srq, struct iw_srq_attr *attr, int attr_mask);
 /*
- * Destroy an SRQ. WRs still posted on it are released without a
- * completion. Queued asynchronous events naming it are not removed.
- * Nothing changes while QPs use it.
+ * Destroy an SRQ. WRs still posted on it are released without a completion.
+ * Queued asynchronous events naming it are dropped. Nothing changes while
+ * QPs use it.
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
@@ -790,8 +789,8 @@ int iw_modify_srq(struct iw_srq *srq, struct iw_srq_attr *attr, int attr_mask);
  */
 int iw_destroy_srq(struct iw_srq *srq);
 /*
- * Post the list of receive work requests wr (linked by next) to the SRQ,
- * with the rules of iw_post_recv: stops at the first failing WR (*bad_wr),
+ * Post receive work requests to an SRQ: the list wr (linked by next), with
+ * the rules of iw_post_recv: stops at the first failing WR (*bad_wr),
  * copies the WRs, not the buffers. Any thread.
  *
  * Returns: 0, or a positive errno.

@@ -36,7 +36,9 @@ extern "C" {
 uint32_t iw_crc32c(const void *buf, size_t len);
 
 /* Incremental form: start with IW_CRC32C_INIT, feed any number of pieces
- * with iw_crc32c_update(), finish with iw_crc32c_final(). */
+ * with iw_crc32c_update() (a buffer) or iw_crc32c_iov() (iovcnt iovecs),
+ * each returning the new state, finish with iw_crc32c_final(), which
+ * returns the CRC32c value. */
 #define IW_CRC32C_INIT 0xFFFFFFFFu
 uint32_t iw_crc32c_update(uint32_t state, const void *buf, size_t len);
 uint32_t iw_crc32c_iov(uint32_t state, const struct iovec *iov, int iovcnt);
@@ -134,9 +136,18 @@ enum iw_wire_err {
 	IW_WERR_RDMAP_ATOMIC_OP,  /* atomic opcode not FetchAdd/CmpSwap: RDMAP 2/0x06 */
 	IW_WERR__COUNT
 };
+/* A sentence naming the failure, e.g. "MPA PD_Length above 512"; "no
+ * error" for IW_WERR_NONE, "unknown wire error" outside the enum. */
 const char *iw_wire_err_str(enum iw_wire_err e);
+/* The stable name of a failure, e.g. "mpa_key" for IW_WERR_MPA_KEY ("none"
+ * for IW_WERR_NONE, "unknown" outside the enum). */
 const char *iw_wire_err_name(enum iw_wire_err e); /* e.g. "mpa_key" */
+/* The enum iw_wire_err value whose iw_wire_err_name is name (not NULL), or
+ * -1 if none is. */
 int iw_wire_err_from_name(const char *name);      /* -1 if unknown */
+/* The TERMINATE triple (IW_TERM packing) RFC 5040/5041/5044 prescribe for
+ * the failure; 0 for IW_WERR_NONE, IW_TERM_RDMAP_CATASTROPHIC outside the
+ * enum. */
 uint16_t iw_wire_err_term(enum iw_wire_err e);
 
 /* ====================================================== MPA connection */
@@ -182,6 +193,7 @@ struct iw_mpa_frame {
 	uint16_t pd_len;
 };
 
+/* True if f carries the RFC 6581 block: rev 2 with IW_MPA_FLAG_ENHANCED. */
 static inline bool iw_mpa_frame_enhanced(const struct iw_mpa_frame *f)
 {
 	return f->rev == 2 && (f->flags & IW_MPA_FLAG_ENHANCED);
@@ -240,6 +252,8 @@ struct iw_fpdu_tx {
 	bool markers;
 	uint32_t stream_off;
 };
+/* Start a sender: crc and markers as negotiated, stream_off the offset of
+ * the next octet it frames (0 right after this side's MPA frame). */
 void iw_fpdu_tx_init(struct iw_fpdu_tx *tx, bool crc, bool markers, uint32_t stream_off);
 
 /* Largest header the encoder gathers: untagged DDP (18) + atomic request (52)
@@ -331,6 +345,9 @@ struct iw_ddp_hdr {
 	uint32_t mo;
 };
 
+/* Accessors of a decoded header: the T (tagged) bit, the L (last) bit, the
+ * RDMAP opcode from the RDMAP control octet, and the header length by the T
+ * bit (14 tagged, 18 untagged). */
 static inline bool iw_ddp_tagged(const struct iw_ddp_hdr *h) { return h->ctrl & IW_DDP_T; }
 static inline bool iw_ddp_last(const struct iw_ddp_hdr *h) { return h->ctrl & IW_DDP_L; }
 static inline unsigned iw_ddp_opcode(const struct iw_ddp_hdr *h)
@@ -372,7 +389,12 @@ struct iw_read_req {
 	uint32_t src_stag;
 	uint64_t src_to;
 };
+/* Encode r into out[0..cap). Returns 28 (IW_RDMAP_READ_REQ_LEN), -EINVAL
+ * (r is NULL) or -ENOSPC (cap too small). */
 int iw_rdmap_read_req_build(uint8_t *out, size_t cap, const struct iw_read_req *r);
+/* Decode the 28-octet Read Request header at p into r (no field is
+ * checked; octets after the 28 are not looked at). Returns 0, or -EAGAIN
+ * (len below 28). */
 int iw_rdmap_read_req_parse(struct iw_read_req *r, const uint8_t *p, size_t len);
 
 /* Terminate message payload (RFC 5040 4.8). */
@@ -416,11 +438,21 @@ struct iw_atomic_resp {
 	uint32_t req_id;
 	uint64_t orig_value;
 };
+/* Encode a into out[0..cap). Any 4-bit atomic_op is encodable, so that a
+ * test can send unknown ones. Returns 52 (IW_RDMAP_ATOMIC_REQ_LEN), -EINVAL
+ * (a is NULL or atomic_op above 15) or -ENOSPC (cap too small). */
 int iw_rdmap_atomic_req_build(uint8_t *out, size_t cap, const struct iw_atomic_req *a);
-/* -EPROTO with IW_WERR_RDMAP_ATOMIC_OP for opcodes other than 0x0/0x2. */
+/* Decode the 52-octet Atomic Request header at p into a (reserved bits of
+ * the first word ignored). Returns 0, -EAGAIN (len below 52) or -EPROTO
+ * with IW_WERR_RDMAP_ATOMIC_OP in *why (why may be NULL) for opcodes other
+ * than 0x0/0x2; a is filled in either case. */
 int iw_rdmap_atomic_req_parse(struct iw_atomic_req *a, enum iw_wire_err *why, const uint8_t *p,
 			      size_t len);
+/* Encode a into out[0..cap). Returns 12 (IW_RDMAP_ATOMIC_RESP_LEN), -EINVAL
+ * (a is NULL) or -ENOSPC (cap too small). */
 int iw_rdmap_atomic_resp_build(uint8_t *out, size_t cap, const struct iw_atomic_resp *a);
+/* Decode the 12-octet Atomic Response header at p into a. Returns 0, or
+ * -EAGAIN (len below 12). */
 int iw_rdmap_atomic_resp_parse(struct iw_atomic_resp *a, const uint8_t *p, size_t len);
 
 /* The RDMAP header that follows a DDP header, by opcode. */

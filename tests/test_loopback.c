@@ -1,0 +1,2515 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Integration over real TCP on 127.0.0.1: the connection manager, the
+ * libevent glue and the engine behind them, driven through the public API
+ * only (iwarp/iwarp.h), the way an application drives them.
+ *
+ * Every port is chosen by the kernel (bind to port 0, read local_addr), so
+ * parallel runs never collide. Every wait polls an fd or a CQ against a
+ * deadline and fails the test when it passes: the deadline only turns a
+ * hang into a failure, it is never what a test checks.
+ *
+ * The harness: a "side" is a context with its CM channel, PD and completion
+ * channel (fds set nonblocking); an "env" is a server side with a listener
+ * and a client side; a "conn" is one connected QP end with its CQs. Contexts
+ * run their own loop thread (convenience mode), except where a runner
+ * thread of the test drives an application-provided event_base (and can
+ * pause it, which is how a peer that stops reading is made).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <iwarp/iwarp.h>
+
+#include "suites.h"
+
+/* Every wait fails the test after this long (a hang guard, never a
+ * measurement: ASan on a loaded 2-core runner is slow). */
+#define LB_WAIT_MS 30000
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+/* Guard octets around every destination, which must stay untouched. */
+#define PAD 64
+#define CANARY 0xA5
+#define MSG_LEN 256 /* small message buffers */
+
+/* ============================================================ time, fds */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t deadline_in(int ms)
+{
+	return now_ms() + ms;
+}
+
+static int left_ms(int64_t dl)
+{
+	int64_t r = dl - now_ms();
+	return r < 0 ? 0 : (int)r;
+}
+
+/* Wait until fd is readable; false when the deadline passed first. */
+static bool fd_wait(int fd, int64_t dl)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int n = poll(&p, 1, left_ms(dl));
+		if (n > 0)
+			return true;
+		if (n == 0)
+			return false;
+		ck_assert_msg(errno == EINTR, "poll: %s", strerror(errno));
+	}
+}
+
+static bool fd_ready(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int n = poll(&p, 1, 0);
+	ck_assert_int_ge(n, 0);
+	return n == 1 && (p.revents & POLLIN);
+}
+
+static void set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	ck_assert_int_ge(fl, 0);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+}
+
+static void nap(void)
+{
+	struct timespec ts = {0, 50 * 1000};
+	nanosleep(&ts, NULL);
+}
+
+/* ============================================================ data */
+
+static void pat_fill(uint8_t *p, size_t n, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(p + i, &x, 8);
+	}
+	if (i < n) {
+		x ^= x << 13;
+		memcpy(p + i, &x, n - i);
+	}
+}
+
+static void check_data(const uint8_t *got, const uint8_t *want, size_t n, const char *what)
+{
+	if (n == 0 || memcmp(got, want, n) == 0)
+		return;
+	size_t i = 0;
+	while (got[i] == want[i])
+		i++;
+	ck_abort_msg("%s: data differs at offset %zu of %zu (0x%02x, sent 0x%02x)", what, i, n,
+		     got[i], want[i]);
+}
+
+static void check_canary(const uint8_t *p, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(p[i] == CANARY, "%s: octet %zu outside the target was written (0x%02x)",
+			      what, i, p[i]);
+}
+
+/* A registered buffer with every access right. */
+struct lb_buf {
+	uint8_t *p;
+	size_t len;
+	struct iw_mr *mr;
+};
+
+static void buf_init(struct lb_buf *b, struct iw_pd *pd, size_t len)
+{
+	b->len = len;
+	b->p = calloc(1, len);
+	ck_assert_ptr_nonnull(b->p);
+	b->mr = iw_reg_mr(pd, b->p, len,
+			  IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ);
+	ck_assert_msg(b->mr != NULL, "iw_reg_mr(%zu): %s", len, strerror(errno));
+}
+
+static void buf_fini(struct lb_buf *b)
+{
+	if (b->mr) {
+		int rc = iw_dereg_mr(b->mr);
+		ck_assert_msg(rc == 0, "iw_dereg_mr of %zu octets: %s", b->len, strerror(rc));
+	}
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ============================================================ CM events */
+
+/* A copy of what a CM event said (its private data dies with the ack). */
+struct lb_ev {
+	enum iw_cm_event_type type;
+	struct iw_cm_id *id, *listen_id;
+	int status, wire_err;
+	uint8_t rev, rtr, ird, ord;
+	bool crc, markers_rx, markers_tx;
+	uint16_t pd_len;
+	uint8_t pd[512];
+};
+
+/* The next event of ch (copied and acked); false at the deadline. */
+static bool cm_next(struct iw_cm_channel *ch, struct lb_ev *out, int64_t dl)
+{
+	for (;;) {
+		struct iw_cm_event *ev;
+		int rc = iw_cm_get_event(ch, &ev);
+		if (rc == 0) {
+			memset(out, 0, sizeof(*out));
+			out->type = ev->event;
+			out->id = ev->id;
+			out->listen_id = ev->listen_id;
+			out->status = ev->status;
+			out->wire_err = ev->wire_err;
+			out->rev = ev->mpa_rev;
+			out->rtr = ev->rtr;
+			out->crc = ev->crc;
+			out->markers_rx = ev->markers_rx;
+			out->markers_tx = ev->markers_tx;
+			out->ird = ev->param.responder_resources;
+			out->ord = ev->param.initiator_depth;
+			out->pd_len = ev->param.private_data_len;
+			ck_assert_uint_le(out->pd_len, sizeof(out->pd));
+			if (out->pd_len) {
+				ck_assert_ptr_nonnull(ev->param.private_data);
+				memcpy(out->pd, ev->param.private_data, out->pd_len);
+			}
+			ck_assert_int_eq(iw_cm_ack_event(ev), 0);
+			return true;
+		}
+		ck_assert_msg(rc == EAGAIN, "iw_cm_get_event: %s", strerror(rc));
+		if (!fd_wait(ch->fd, dl))
+			return false;
+	}
+}
+
+static void cm_expect(struct iw_cm_channel *ch, enum iw_cm_event_type want, struct lb_ev *out)
+{
+	ck_assert_msg(cm_next(ch, out, deadline_in(LB_WAIT_MS)),
+		      "no CM event within %d ms (waiting for %s)", LB_WAIT_MS,
+		      iw_cm_event_str(want));
+	ck_assert_msg(out->type == want, "expected %s, got %s (status %d: %s)",
+		      iw_cm_event_str(want), iw_cm_event_str(out->type), out->status,
+		      strerror(out->status));
+}
+
+static void cm_none(struct iw_cm_channel *ch)
+{
+	struct iw_cm_event *ev;
+	int rc = iw_cm_get_event(ch, &ev);
+	if (rc == 0) {
+		enum iw_cm_event_type t = ev->event;
+		iw_cm_ack_event(ev);
+		ck_abort_msg("unexpected CM event %s", iw_cm_event_str(t));
+	}
+	ck_assert_int_eq(rc, EAGAIN);
+}
+
+/* ============================================================ completions */
+
+/* Exactly n completions of cq (armed through cc while none is there). */
+static void wc_wait(struct iw_cq *cq, struct iw_comp_channel *cc, struct iw_wc *out, int n,
+		    const char *what)
+{
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	int got = 0;
+	for (;;) {
+		int k = iw_poll_cq(cq, n - got, out + got);
+		ck_assert_int_ge(k, 0);
+		got += k;
+		if (got == n)
+			return;
+		/* Arm, then poll again: a completion that raced the arming is
+		 * found here instead of being waited for. */
+		ck_assert_int_eq(iw_req_notify_cq(cq, 0), 0);
+		k = iw_poll_cq(cq, n - got, out + got);
+		ck_assert_int_ge(k, 0);
+		got += k;
+		if (got == n)
+			return;
+		ck_assert_msg(fd_wait(cc->fd, dl), "%s: %d of %d completions within %d ms", what, got,
+			      n, LB_WAIT_MS);
+		struct iw_cq *ecq;
+		void *ectx;
+		int rc = iw_get_cq_event(cc, &ecq, &ectx);
+		if (rc == 0)
+			iw_ack_cq_events(ecq, 1);
+		else
+			ck_assert_int_eq(rc, EAGAIN);
+	}
+}
+
+/* The same without touching the arming (for the notification tests). */
+static void wc_wait_busy(struct iw_cq *cq, struct iw_wc *out, int n, const char *what)
+{
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	int got = 0;
+	while (got < n) {
+		int k = iw_poll_cq(cq, n - got, out + got);
+		ck_assert_int_ge(k, 0);
+		got += k;
+		if (got < n && !k) {
+			ck_assert_msg(now_ms() < dl, "%s: %d of %d completions within %d ms", what,
+				      got, n, LB_WAIT_MS);
+			nap();
+		}
+	}
+}
+
+static void wc_none(struct iw_cq *cq, const char *what)
+{
+	struct iw_wc wc;
+	int k = iw_poll_cq(cq, 1, &wc);
+	ck_assert_msg(k == 0, "%s: unexpected completion wr_id %llu status %s opcode %s", what,
+		      k == 1 ? (unsigned long long)wc.wr_id : 0ull,
+		      k == 1 ? iw_wc_status_str(wc.status) : "-",
+		      k == 1 ? iw_wc_opcode_str(wc.opcode) : "-");
+}
+
+static void wc_check(const struct iw_wc *wc, uint64_t wr_id, enum iw_wc_status st,
+		     enum iw_wc_opcode op, const char *what)
+{
+	ck_assert_msg(wc->wr_id == wr_id && wc->status == st && wc->opcode == op,
+		      "%s: completion wr_id %llu %s %s (vendor_err 0x%04x), expected wr_id %llu %s %s",
+		      what, (unsigned long long)wc->wr_id, iw_wc_opcode_str(wc->opcode),
+		      iw_wc_status_str(wc->status), wc->vendor_err, (unsigned long long)wr_id,
+		      iw_wc_opcode_str(op), iw_wc_status_str(st));
+}
+
+/* ============================================================ posting */
+
+static int post_send1(struct iw_qp *qp, uint64_t wr_id, enum iw_wr_opcode op, unsigned flags,
+		      void *addr, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		      uint32_t inv)
+{
+	struct iw_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct iw_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = flags,
+	};
+	wr.invalidate_rkey = inv;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	struct iw_send_wr *bad = NULL;
+	return iw_post_send(qp, &wr, &bad);
+}
+
+static int post_recv1(struct iw_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct iw_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct iw_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
+	struct iw_recv_wr *bad = NULL;
+	return iw_post_recv(qp, &wr, &bad);
+}
+
+/* ============================================================ sides, env */
+
+struct lb_side {
+	struct iw_context *ctx;
+	bool own_ctx;
+	struct iw_cm_channel *cm;
+	struct iw_pd *pd;
+	struct iw_comp_channel *cc;
+};
+
+/* ctx NULL: a context of its own in convenience mode. */
+static void side_init(struct lb_side *s, struct iw_context *ctx)
+{
+	memset(s, 0, sizeof(*s));
+	if (!ctx) {
+		ctx = iw_context_new(NULL);
+		ck_assert_msg(ctx != NULL, "iw_context_new: %s", strerror(errno));
+		s->own_ctx = true;
+	}
+	s->ctx = ctx;
+	s->cm = iw_cm_create_channel(ctx);
+	ck_assert_ptr_nonnull(s->cm);
+	/* Nonblocking: a get after poll never sleeps, even when the count
+	 * the fd showed belonged to an event of a destroyed id. */
+	set_nonblock(s->cm->fd);
+	s->pd = iw_alloc_pd(ctx);
+	ck_assert_ptr_nonnull(s->pd);
+	s->cc = iw_create_comp_channel(ctx);
+	ck_assert_ptr_nonnull(s->cc);
+	set_nonblock(s->cc->fd);
+}
+
+static void side_fini(struct lb_side *s)
+{
+	ck_assert_int_eq(iw_destroy_comp_channel(s->cc), 0);
+	ck_assert_int_eq(iw_dealloc_pd(s->pd), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(s->cm), 0);
+	if (s->own_ctx)
+		ck_assert_int_eq(iw_context_free(s->ctx), 0);
+	memset(s, 0, sizeof(*s));
+}
+
+struct lb_env {
+	struct lb_side srv, cli;
+	struct iw_cm_id *listen;
+	struct sockaddr_in addr; /* where the listener is */
+};
+
+static void env_init(struct lb_env *e, struct iw_context *srv_ctx, struct iw_context *cli_ctx)
+{
+	memset(e, 0, sizeof(*e));
+	side_init(&e->srv, srv_ctx);
+	side_init(&e->cli, cli_ctx);
+	ck_assert_int_eq(iw_cm_create_id(e->srv.cm, &e->listen, NULL), 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(iw_cm_bind_addr(e->listen, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(iw_cm_listen(e->listen, 0), 0);
+	memcpy(&e->addr, &e->listen->local_addr, sizeof(e->addr));
+	ck_assert_int_eq(e->addr.sin_family, AF_INET);
+	ck_assert_uint_ne(e->addr.sin_port, 0); /* the kernel's port */
+	ck_assert_uint_eq(e->addr.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+}
+
+static void env_fini(struct lb_env *e)
+{
+	ck_assert_int_eq(iw_cm_destroy_id(e->listen), 0);
+	side_fini(&e->cli);
+	side_fini(&e->srv);
+}
+
+/* ============================================================ connections */
+
+struct lb_conn {
+	struct lb_side *side;
+	struct iw_cm_id *id;
+	struct iw_qp *qp;
+	struct iw_cq *scq, *rcq;
+	bool own_cqs;
+	struct lb_ev req; /* responder: the CONNECT_REQUEST */
+	struct lb_ev est; /* ESTABLISHED */
+};
+
+static const struct iw_qp_cap default_cap = {
+	.max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 4, .max_recv_sge = 4};
+
+/* Give id a QP: own CQs on the side's channel unless scq/rcq are given. */
+static void conn_qp(struct lb_conn *c, struct lb_side *s, struct iw_cm_id *id,
+		    const struct iw_qp_cap *cap, struct iw_cq *scq, struct iw_cq *rcq,
+		    struct iw_srq *srq)
+{
+	c->side = s;
+	c->id = id;
+	if (scq) {
+		c->scq = scq;
+		c->rcq = rcq;
+	} else {
+		c->scq = iw_create_cq(s->ctx, 1024, c, s->cc, 0);
+		c->rcq = iw_create_cq(s->ctx, 1024, c, s->cc, 0);
+		ck_assert_ptr_nonnull(c->scq);
+		ck_assert_ptr_nonnull(c->rcq);
+		c->own_cqs = true;
+	}
+	struct iw_qp_init_attr qa = {
+		.qp_context = c,
+		.send_cq = c->scq,
+		.recv_cq = c->rcq,
+		.srq = srq,
+		.qp_type = IW_QPT_RC,
+		.cap = cap ? *cap : default_cap,
+	};
+	int rc = iw_cm_create_qp(id, s->pd, &qa);
+	ck_assert_msg(rc == 0, "iw_cm_create_qp: %s", strerror(rc));
+	c->qp = id->qp;
+	ck_assert_ptr_nonnull(c->qp);
+}
+
+/* Destroy the id (abortive close if still connected) and the QP with it. */
+static void conn_fini(struct lb_conn *c)
+{
+	if (c->id)
+		ck_assert_int_eq(iw_cm_destroy_id(c->id), 0);
+	c->id = NULL;
+	c->qp = NULL;
+	if (c->own_cqs) {
+		ck_assert_int_eq(iw_destroy_cq(c->scq), 0);
+		ck_assert_int_eq(iw_destroy_cq(c->rcq), 0);
+	}
+	c->scq = c->rcq = NULL;
+	c->own_cqs = false;
+}
+
+/* What a pair is connected with. IRD/ORD 0 means 16. */
+struct lb_spec {
+	const struct iw_mpa_opts *cli_mpa, *srv_mpa; /* NULL: defaults */
+	uint8_t cli_ird, cli_ord, srv_ird, srv_ord;
+	const void *cli_pd, *srv_pd;
+	uint16_t cli_pd_len, srv_pd_len;
+	const struct iw_qp_cap *cap;
+};
+
+static uint8_t rd_or_default(uint8_t v)
+{
+	return v ? v : 16;
+}
+
+/* Start a client connection (id, QP, connect). */
+static void pair_start(struct lb_env *e, const struct lb_spec *sp, struct lb_conn *c)
+{
+	struct iw_mpa_opts so;
+	if (sp->srv_mpa)
+		so = *sp->srv_mpa;
+	else
+		iw_mpa_opts_default(&so);
+	/* The accepted id takes the listener's options. */
+	ck_assert_int_eq(iw_cm_set_mpa_opts(e->listen, &so), 0);
+	struct iw_cm_id *cid;
+	ck_assert_int_eq(iw_cm_create_id(e->cli.cm, &cid, c), 0);
+	conn_qp(c, &e->cli, cid, sp->cap, NULL, NULL, NULL);
+	struct iw_conn_param cp = {
+		.private_data = sp->cli_pd,
+		.private_data_len = sp->cli_pd_len,
+		.responder_resources = rd_or_default(sp->cli_ird),
+		.initiator_depth = rd_or_default(sp->cli_ord),
+		.mpa = sp->cli_mpa,
+	};
+	int rc = iw_cm_connect(cid, (struct sockaddr *)&e->addr, &cp);
+	ck_assert_msg(rc == 0, "iw_cm_connect: %s", strerror(rc));
+}
+
+/* The server's half: take the CONNECT_REQUEST, make the QP. */
+static void pair_take_request(struct lb_env *e, const struct lb_spec *sp, struct lb_conn *s)
+{
+	cm_expect(e->srv.cm, IW_CM_EVENT_CONNECT_REQUEST, &s->req);
+	ck_assert_ptr_nonnull(s->req.id);
+	ck_assert_ptr_ne(s->req.id, e->listen);
+	ck_assert_msg(s->req.listen_id == e->listen,
+		      "CONNECT_REQUEST names listen_id %p, the listener is %p",
+		      (void *)s->req.listen_id, (void *)e->listen);
+	conn_qp(s, &e->srv, s->req.id, sp->cap, NULL, NULL, NULL);
+}
+
+static void pair_accept(const struct lb_spec *sp, struct lb_conn *s)
+{
+	struct iw_conn_param p = {
+		.private_data = sp->srv_pd,
+		.private_data_len = sp->srv_pd_len,
+		.responder_resources = rd_or_default(sp->srv_ird),
+		.initiator_depth = rd_or_default(sp->srv_ord),
+	};
+	int rc = iw_cm_accept(s->id, &p);
+	ck_assert_msg(rc == 0, "iw_cm_accept: %s", strerror(rc));
+}
+
+static void pair_established(struct lb_env *e, struct lb_conn *c, struct lb_conn *s)
+{
+	cm_expect(e->cli.cm, IW_CM_EVENT_ESTABLISHED, &c->est);
+	ck_assert_ptr_eq(c->est.id, c->id);
+	cm_expect(e->srv.cm, IW_CM_EVENT_ESTABLISHED, &s->est);
+	ck_assert_ptr_eq(s->est.id, s->id);
+}
+
+static void pair_connect(struct lb_env *e, const struct lb_spec *sp, struct lb_conn *c,
+			 struct lb_conn *s)
+{
+	static const struct lb_spec dflt;
+	if (!sp)
+		sp = &dflt;
+	memset(c, 0, sizeof(*c));
+	memset(s, 0, sizeof(*s));
+	pair_start(e, sp, c);
+	pair_take_request(e, sp, s);
+	pair_accept(sp, s);
+	pair_established(e, c, s);
+}
+
+/* ============================================================ transfers */
+
+/* One end of a pair, with what transfers need. */
+struct lb_end {
+	struct lb_conn *c;
+	struct lb_buf data; /* max transfer + 2 * PAD */
+	struct lb_buf msg;  /* small messages */
+	struct iw_mr *fr;   /* fast-reg MR a peer's Send with Invalidate revokes */
+	uint8_t *frbuf;
+	uint32_t fr_key;
+	const char *name;
+};
+
+#define FR_LEN 4096u
+
+static void end_init(struct lb_end *x, struct lb_conn *c, size_t max, const char *name)
+{
+	memset(x, 0, sizeof(*x));
+	x->c = c;
+	x->name = name;
+	buf_init(&x->data, c->side->pd, max + 2 * PAD);
+	buf_init(&x->msg, c->side->pd, 64 * MSG_LEN);
+	x->fr = iw_alloc_mr(c->side->pd, 1);
+	ck_assert_msg(x->fr != NULL, "iw_alloc_mr: %s", strerror(errno));
+	x->frbuf = calloc(1, FR_LEN);
+	ck_assert_ptr_nonnull(x->frbuf);
+	x->fr_key = x->fr->rkey;
+}
+
+static void end_fini(struct lb_end *x)
+{
+	if (x->data.mr) {
+		int rc = iw_dereg_mr(x->data.mr);
+		ck_assert_msg(rc == 0, "%s: iw_dereg_mr of the data buffer: %s", x->name, strerror(rc));
+		x->data.mr = NULL;
+	}
+	buf_fini(&x->data);
+	buf_fini(&x->msg);
+	if (x->fr)
+		ck_assert_int_eq(iw_dereg_mr(x->fr), 0);
+	free(x->frbuf);
+	memset(x, 0, sizeof(*x));
+}
+
+static uint64_t next_id = 1;
+
+/* Register x's fast-reg MR with the next key through a REG_MR work
+ * request; returns the STag. */
+static uint32_t fastreg(struct lb_end *x, int access)
+{
+	uint32_t key = iw_inc_rkey(x->fr_key);
+	struct iw_send_wr wr = {.wr_id = next_id++, .opcode = IW_WR_REG_MR,
+				.send_flags = IW_SEND_SIGNALED};
+	wr.reg.mr = x->fr;
+	wr.reg.key = key;
+	wr.reg.access = access;
+	wr.reg.iova = (uintptr_t)x->frbuf;
+	wr.reg.length = FR_LEN;
+	wr.reg.addr = x->frbuf;
+	struct iw_send_wr *bad;
+	ck_assert_int_eq(iw_post_send(x->c->qp, &wr, &bad), 0);
+	struct iw_wc wc;
+	wc_wait(x->c->scq, x->c->side->cc, &wc, 1, "REG_MR");
+	wc_check(&wc, wr.wr_id, IW_WC_SUCCESS, IW_WC_REG_MR, "REG_MR");
+	ck_assert_uint_eq(x->fr->rkey, key);
+	ck_assert_uint_eq(x->fr->lkey, key);
+	x->fr_key = key;
+	return key;
+}
+
+static uint32_t local_inv(struct lb_end *x, uint32_t key)
+{
+	struct iw_send_wr wr = {.wr_id = next_id++, .opcode = IW_WR_LOCAL_INV,
+				.send_flags = IW_SEND_SIGNALED};
+	wr.invalidate_rkey = key;
+	struct iw_send_wr *bad;
+	ck_assert_int_eq(iw_post_send(x->c->qp, &wr, &bad), 0);
+	struct iw_wc wc;
+	wc_wait(x->c->scq, x->c->side->cc, &wc, 1, "LOCAL_INV");
+	wc_check(&wc, wr.wr_id, IW_WC_SUCCESS, IW_WC_LOCAL_INV, "LOCAL_INV");
+	return key;
+}
+
+enum lb_op { OP_SEND, OP_SEND_SE, OP_SEND_INV, OP_WRITE, OP_READ, NUM_OPS };
+static const char *const op_name[NUM_OPS] = {"SEND", "SEND+SE", "SEND_WITH_INV", "RDMA_WRITE",
+					      "RDMA_READ"};
+
+/* a sends to / writes into / reads from b; everything verified. */
+static void xfer(struct lb_end *a, struct lb_end *b, enum lb_op op, size_t size, uint64_t seed)
+{
+	char what[128];
+	snprintf(what, sizeof(what), "%s of %zu octets, %s to %s", op_name[op], size, a->name,
+		 b->name);
+	ck_assert_uint_le(size + 2 * PAD, a->data.len);
+	ck_assert_uint_le(size + 2 * PAD, b->data.len);
+	uint32_t len = (uint32_t)size;
+	struct iw_wc wc[2];
+	struct lb_conn *ac = a->c, *bc = b->c;
+
+	if (op == OP_READ) {
+		/* a's sink is written by b's Read Response. */
+		uint8_t *src = b->data.p + PAD, *dst = a->data.p + PAD;
+		pat_fill(src, size, seed);
+		memset(a->data.p, CANARY, size + 2 * PAD);
+		uint64_t id = next_id++;
+		ck_assert_int_eq(post_send1(ac->qp, id, IW_WR_RDMA_READ, IW_SEND_SIGNALED, dst, len,
+					    a->data.mr->lkey, (uintptr_t)src, b->data.mr->rkey, 0),
+				 0);
+		wc_wait(ac->scq, ac->side->cc, wc, 1, what);
+		wc_check(&wc[0], id, IW_WC_SUCCESS, IW_WC_RDMA_READ, what);
+		ck_assert_uint_eq(wc[0].byte_len, len);
+		ck_assert_uint_eq(wc[0].qp_num, iw_qp_num(ac->qp));
+		check_canary(a->data.p, PAD, what);
+		check_data(dst, src, size, what);
+		check_canary(dst + size, PAD, what);
+		return;
+	}
+
+	uint8_t *src = a->data.p + PAD, *dst = b->data.p + PAD;
+	pat_fill(src, size, seed);
+	memset(b->data.p, CANARY, size + 2 * PAD);
+
+	if (op == OP_WRITE) {
+		/* The Send after the Write tells b the data is placed (DDP
+		 * keeps the order of one stream). */
+		uint64_t rid = next_id++, wid = next_id++, sid = next_id++;
+		uint8_t *note = a->msg.p;
+		memcpy(note, &seed, sizeof(seed));
+		ck_assert_int_eq(post_recv1(bc->qp, rid, b->msg.p, MSG_LEN, b->msg.mr->lkey), 0);
+		ck_assert_int_eq(post_send1(ac->qp, wid, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, src,
+					    len, a->data.mr->lkey, (uintptr_t)dst, b->data.mr->rkey,
+					    0),
+				 0);
+		ck_assert_int_eq(post_send1(ac->qp, sid, IW_WR_SEND, IW_SEND_SIGNALED, note,
+					    sizeof(seed), a->msg.mr->lkey, 0, 0, 0),
+				 0);
+		wc_wait(ac->scq, ac->side->cc, wc, 2, what);
+		wc_check(&wc[0], wid, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, what);
+		ck_assert_uint_eq(wc[0].byte_len, len);
+		wc_check(&wc[1], sid, IW_WC_SUCCESS, IW_WC_SEND, what);
+		wc_wait(bc->rcq, bc->side->cc, wc, 1, what);
+		wc_check(&wc[0], rid, IW_WC_SUCCESS, IW_WC_RECV, what);
+		ck_assert_uint_eq(wc[0].byte_len, sizeof(seed));
+		ck_assert_int_eq(memcmp(b->msg.p, &seed, sizeof(seed)), 0);
+	} else {
+		uint32_t inv = 0;
+		enum iw_wr_opcode wop = IW_WR_SEND;
+		unsigned flags = IW_SEND_SIGNALED;
+		if (op == OP_SEND_INV) {
+			inv = fastreg(b, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE |
+						 IW_ACCESS_REMOTE_READ);
+			wop = IW_WR_SEND_WITH_INV;
+		}
+		if (op == OP_SEND_SE)
+			flags |= IW_SEND_SOLICITED;
+		uint64_t rid = next_id++, sid = next_id++;
+		/* Room for PAD more than the message: it must stay untouched. */
+		ck_assert_int_eq(post_recv1(bc->qp, rid, dst, len + PAD, b->data.mr->lkey), 0);
+		ck_assert_int_eq(post_send1(ac->qp, sid, wop, flags, src, len, a->data.mr->lkey, 0, 0,
+					    inv),
+				 0);
+		wc_wait(ac->scq, ac->side->cc, wc, 1, what);
+		wc_check(&wc[0], sid, IW_WC_SUCCESS, IW_WC_SEND, what);
+		ck_assert_uint_eq(wc[0].byte_len, len);
+		wc_wait(bc->rcq, bc->side->cc, wc, 1, what);
+		wc_check(&wc[0], rid, IW_WC_SUCCESS, IW_WC_RECV, what);
+		ck_assert_uint_eq(wc[0].byte_len, len);
+		ck_assert_uint_eq(wc[0].qp_num, iw_qp_num(bc->qp));
+		unsigned want = (op == OP_SEND_SE ? IW_WC_SOLICITED : 0) |
+				(op == OP_SEND_INV ? IW_WC_WITH_INV : 0);
+		ck_assert_msg((wc[0].wc_flags & (IW_WC_SOLICITED | IW_WC_WITH_INV)) == want,
+			      "%s: wc_flags 0x%x", what, wc[0].wc_flags);
+		if (op == OP_SEND_INV)
+			ck_assert_uint_eq(wc[0].invalidated_rkey, inv);
+	}
+	check_canary(b->data.p, PAD, what);
+	check_data(dst, src, size, what);
+	check_canary(dst + size, PAD, what);
+}
+
+/* Every operation once each way with a few sizes: "this pair works". */
+static void smoke(struct lb_end *c, struct lb_end *s)
+{
+	static const size_t sz[] = {1, 8192};
+	for (int d = 0; d < 2; d++)
+		for (int op = 0; op < NUM_OPS; op++)
+			for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++)
+				xfer(d ? s : c, d ? c : s, (enum lb_op)op, sz[i], next_id);
+}
+
+/* ============================================================ runner */
+
+/* A test thread running an application-provided event_base, with the
+ * contexts created on it (so it is their loop thread from the start). It
+ * can be paused: a paused server stops reading its sockets. */
+enum lb_run_state { R_STARTING, R_RUNNING, R_PAUSED, R_STOPPED, R_FAILED };
+enum lb_run_cmd { C_RUN, C_PAUSE, C_STOP };
+
+struct lb_runner {
+	pthread_t th;
+	struct event_base *base;
+	struct iw_context *ctx[2];
+	int nctx;
+	int pipefd[2];
+	struct event *ctl;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	enum lb_run_state st;
+	enum lb_run_cmd cmd;
+};
+
+static void runner_ctl(evutil_socket_t fd, short what, void *arg)
+{
+	struct lb_runner *r = arg;
+	char b[16];
+	(void)what;
+	if (read(fd, b, sizeof(b)) < 0)
+		return;
+	event_base_loopbreak(r->base);
+}
+
+static void runner_set(struct lb_runner *r, enum lb_run_state st)
+{
+	pthread_mutex_lock(&r->mu);
+	r->st = st;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void *runner_main(void *arg)
+{
+	struct lb_runner *r = arg;
+	r->base = event_base_new();
+	if (!r->base) {
+		runner_set(r, R_FAILED);
+		return NULL;
+	}
+	struct iw_context_attr a = {.base = r->base};
+	for (int i = 0; i < r->nctx; i++) {
+		r->ctx[i] = iw_context_new(&a);
+		if (!r->ctx[i]) {
+			runner_set(r, R_FAILED);
+			return NULL;
+		}
+	}
+	r->ctl = event_new(r->base, r->pipefd[0], EV_READ | EV_PERSIST, runner_ctl, r);
+	if (!r->ctl || event_add(r->ctl, NULL)) {
+		runner_set(r, R_FAILED);
+		return NULL;
+	}
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (r->cmd == C_PAUSE) {
+			r->st = R_PAUSED;
+			pthread_cond_broadcast(&r->cv);
+			pthread_cond_wait(&r->cv, &r->mu);
+		}
+		if (r->cmd == C_STOP)
+			break;
+		r->st = R_RUNNING;
+		pthread_cond_broadcast(&r->cv);
+		pthread_mutex_unlock(&r->mu);
+		event_base_loop(r->base, 0);
+		pthread_mutex_lock(&r->mu);
+	}
+	r->st = R_STOPPED;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static void runner_wait_state(struct lb_runner *r, enum lb_run_state st)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += LB_WAIT_MS / 1000;
+	pthread_mutex_lock(&r->mu);
+	while (r->st != st && r->st != R_FAILED) {
+		if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	enum lb_run_state got = r->st;
+	pthread_mutex_unlock(&r->mu);
+	ck_assert_msg(got == st, "runner state %d, expected %d", got, st);
+}
+
+static void runner_start(struct lb_runner *r, int nctx)
+{
+	memset(r, 0, sizeof(*r));
+	r->nctx = nctx;
+	ck_assert_int_eq(pipe2(r->pipefd, O_CLOEXEC | O_NONBLOCK), 0);
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	ck_assert_int_eq(pthread_create(&r->th, NULL, runner_main, r), 0);
+	runner_wait_state(r, R_RUNNING);
+}
+
+static void runner_poke(struct lb_runner *r)
+{
+	ck_assert_int_eq(write(r->pipefd[1], "x", 1), 1);
+}
+
+static void runner_pause(struct lb_runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->cmd = C_PAUSE;
+	pthread_mutex_unlock(&r->mu);
+	runner_poke(r);
+	runner_wait_state(r, R_PAUSED);
+}
+
+static void runner_resume(struct lb_runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->cmd = C_RUN;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	runner_wait_state(r, R_RUNNING);
+}
+
+/* Stop and join the thread, then free what it made (the contexts' ids,
+ * CQs, MRs and PDs are gone by now: their sides were finished first). */
+static void runner_stop(struct lb_runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->cmd = C_STOP;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	runner_poke(r);
+	ck_assert_int_eq(pthread_join(r->th, NULL), 0);
+	ck_assert_int_eq(r->st, R_STOPPED);
+	for (int i = 0; i < r->nctx; i++)
+		ck_assert_int_eq(iw_context_free(r->ctx[i]), 0);
+	event_free(r->ctl);
+	event_base_free(r->base);
+	close(r->pipefd[0]);
+	close(r->pipefd[1]);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+}
+
+/* ============================================================ 1. operations */
+
+static const size_t matrix_sizes[] = {0, 1, 4095, 4096, 65536, MIB};
+
+/* _i: bit 0 CRC, bit 1 the client asks for markers, bit 2 the server. */
+START_TEST(test_ops_matrix)
+{
+	bool crc = _i & 1, cli_m = (_i & 2) != 0, srv_m = (_i & 4) != 0;
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_mpa_opts co, so;
+	iw_mpa_opts_default(&co);
+	iw_mpa_opts_default(&so);
+	co.crc = so.crc = crc;
+	co.markers = cli_m;
+	so.markers = srv_m;
+	struct lb_spec sp = {.cli_mpa = &co, .srv_mpa = &so};
+	struct lb_conn c, s;
+	pair_connect(&e, &sp, &c, &s);
+	/* What was negotiated, as each side sees it. */
+	ck_assert_int_eq(c.est.crc, crc);
+	ck_assert_int_eq(s.est.crc, crc);
+	ck_assert_int_eq(c.est.markers_rx, cli_m);
+	ck_assert_int_eq(c.est.markers_tx, srv_m);
+	ck_assert_int_eq(s.est.markers_rx, srv_m);
+	ck_assert_int_eq(s.est.markers_tx, cli_m);
+	ck_assert_uint_eq(c.est.rev, 2);
+	ck_assert_uint_eq(c.est.rtr, IW_RTR_WRITE);
+	ck_assert_uint_eq(s.est.rtr, IW_RTR_WRITE);
+
+	struct lb_end ce, se;
+	end_init(&ce, &c, MIB, "client");
+	end_init(&se, &s, MIB, "server");
+	for (int d = 0; d < 2; d++)
+		for (int op = 0; op < NUM_OPS; op++)
+			for (size_t i = 0; i < sizeof(matrix_sizes) / sizeof(matrix_sizes[0]); i++)
+				xfer(d ? &se : &ce, d ? &ce : &se, (enum lb_op)op, matrix_sizes[i],
+				     (uint64_t)_i << 32 | next_id);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* 64 MiB Write and Read: _i 0 CRC on and no markers, 1 markers both ways. */
+START_TEST(test_ops_64m)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_mpa_opts co, so;
+	iw_mpa_opts_default(&co);
+	iw_mpa_opts_default(&so);
+	co.markers = so.markers = _i == 1;
+	struct lb_spec sp = {.cli_mpa = &co, .srv_mpa = &so};
+	struct lb_conn c, s;
+	pair_connect(&e, &sp, &c, &s);
+	ck_assert(c.est.crc);
+	ck_assert_int_eq(c.est.markers_rx, _i == 1);
+	ck_assert_int_eq(c.est.markers_tx, _i == 1);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * MIB, "client");
+	end_init(&se, &s, 64 * MIB, "server");
+	xfer(&ce, &se, OP_WRITE, 64 * MIB, 7);
+	xfer(&ce, &se, OP_READ, 64 * MIB, 8);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ 2. solicited */
+
+START_TEST(test_solicited_notify)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	int scc = e.srv.cc->fd;
+	struct iw_wc wc;
+
+	for (uint64_t i = 0; i < 4; i++)
+		ck_assert_int_eq(post_recv1(s.qp, 100 + i, se.msg.p + i * MSG_LEN, MSG_LEN,
+					    se.msg.mr->lkey),
+				 0);
+	ck_assert_int_eq(iw_req_notify_cq(s.rcq, 1), 0);
+
+	/* A Send without SE completes but does not wake a solicited-only CQ. */
+	strcpy((char *)ce.msg.p, "plain");
+	ck_assert_int_eq(post_send1(c.qp, 1, IW_WR_SEND, IW_SEND_SIGNALED, ce.msg.p, 6,
+				    ce.msg.mr->lkey, 0, 0, 0),
+			 0);
+	wc_wait(c.scq, e.cli.cc, &wc, 1, "plain send");
+	wc_check(&wc, 1, IW_WC_SUCCESS, IW_WC_SEND, "plain send");
+	wc_wait_busy(s.rcq, &wc, 1, "plain receive");
+	wc_check(&wc, 100, IW_WC_SUCCESS, IW_WC_RECV, "plain receive");
+	ck_assert_uint_eq(wc.wc_flags & IW_WC_SOLICITED, 0);
+	ck_assert_str_eq((char *)se.msg.p, "plain");
+	/* The completion is in (and was pushed before this poll saw it): an
+	 * event, had the arming fired, would be queued already. */
+	ck_assert_msg(!fd_ready(scc), "a Send without SE woke a solicited-only CQ");
+
+	/* A Send with SE does. */
+	strcpy((char *)ce.msg.p + MSG_LEN, "solicited");
+	ck_assert_int_eq(post_send1(c.qp, 2, IW_WR_SEND, IW_SEND_SIGNALED | IW_SEND_SOLICITED,
+				    ce.msg.p + MSG_LEN, 10, ce.msg.mr->lkey, 0, 0, 0),
+			 0);
+	ck_assert_msg(fd_wait(scc, deadline_in(LB_WAIT_MS)), "no event for a Send with SE");
+	struct iw_cq *ecq;
+	void *ectx;
+	ck_assert_int_eq(iw_get_cq_event(e.srv.cc, &ecq, &ectx), 0);
+	ck_assert_ptr_eq(ecq, s.rcq);
+	ck_assert_ptr_eq(ectx, &s);
+	iw_ack_cq_events(ecq, 1);
+	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 1);
+	wc_check(&wc, 101, IW_WC_SUCCESS, IW_WC_RECV, "solicited receive");
+	ck_assert_uint_ne(wc.wc_flags & IW_WC_SOLICITED, 0);
+	ck_assert_str_eq((char *)se.msg.p + MSG_LEN, "solicited");
+	wc_wait(c.scq, e.cli.cc, &wc, 1, "solicited send");
+	wc_check(&wc, 2, IW_WC_SUCCESS, IW_WC_SEND, "solicited send");
+
+	/* One-shot: without re-arming, another solicited Send is silent. */
+	ck_assert_int_eq(post_send1(c.qp, 3, IW_WR_SEND, IW_SEND_SIGNALED | IW_SEND_SOLICITED,
+				    ce.msg.p, 6, ce.msg.mr->lkey, 0, 0, 0),
+			 0);
+	wc_wait_busy(s.rcq, &wc, 1, "unarmed receive");
+	wc_check(&wc, 102, IW_WC_SUCCESS, IW_WC_RECV, "unarmed receive");
+	ck_assert(!fd_ready(scc));
+	wc_wait(c.scq, e.cli.cc, &wc, 1, "send 3");
+
+	/* Armed for the next completion, a plain Send fires it. */
+	ck_assert_int_eq(iw_req_notify_cq(s.rcq, 0), 0);
+	ck_assert_int_eq(post_send1(c.qp, 4, IW_WR_SEND, IW_SEND_SIGNALED, ce.msg.p, 6,
+				    ce.msg.mr->lkey, 0, 0, 0),
+			 0);
+	ck_assert_msg(fd_wait(scc, deadline_in(LB_WAIT_MS)), "no event for the next completion");
+	ck_assert_int_eq(iw_get_cq_event(e.srv.cc, &ecq, &ectx), 0);
+	ck_assert_ptr_eq(ecq, s.rcq);
+	iw_ack_cq_events(ecq, 1);
+	wc_wait_busy(s.rcq, &wc, 1, "armed receive");
+	wc_check(&wc, 103, IW_WC_SUCCESS, IW_WC_RECV, "armed receive");
+	wc_wait(c.scq, e.cli.cc, &wc, 1, "send 4");
+	ck_assert(!fd_ready(scc));
+
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ many pairs */
+
+/* n pairs connected at once: every client connects, the server accepts
+ * requests as they arrive (the client index travels in the private data),
+ * then both sides' ESTABLISHED events are collected. CQs are shared per
+ * side; the server's QPs may use an SRQ. */
+struct lb_multi {
+	int n;
+	struct lb_conn *c, *s;
+	struct iw_cq *c_scq, *c_rcq, *s_scq, *s_rcq;
+	struct iw_srq *srq;
+	struct iw_qp_cap ccap, scap;
+};
+
+static int multi_find(const struct lb_conn *v, int n, const struct iw_cm_id *id)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i].id == id)
+			return i;
+	return -1;
+}
+
+static void multi_connect(struct lb_env *e, struct lb_multi *m)
+{
+	int n = m->n;
+	m->c = calloc((size_t)n, sizeof(*m->c));
+	m->s = calloc((size_t)n, sizeof(*m->s));
+	ck_assert(m->c && m->s);
+	for (int i = 0; i < n; i++) {
+		struct iw_cm_id *id;
+		ck_assert_int_eq(iw_cm_create_id(e->cli.cm, &id, &m->c[i]), 0);
+		conn_qp(&m->c[i], &e->cli, id, &m->ccap, m->c_scq, m->c_rcq, NULL);
+		uint32_t be = htonl((uint32_t)i);
+		struct iw_conn_param p = {.private_data = &be, .private_data_len = 4,
+					  .responder_resources = 4, .initiator_depth = 4};
+		int rc = iw_cm_connect(id, (struct sockaddr *)&e->addr, &p);
+		ck_assert_msg(rc == 0, "connect %d: %s", i, strerror(rc));
+	}
+	int req = 0, est_c = 0, est_s = 0;
+	int64_t dl = deadline_in(LB_WAIT_MS * 2);
+	while (req < n || est_c < n || est_s < n) {
+		struct lb_ev ev;
+		if (cm_next(e->srv.cm, &ev, now_ms())) {
+			if (ev.type == IW_CM_EVENT_CONNECT_REQUEST) {
+				ck_assert_uint_eq(ev.pd_len, 4);
+				uint32_t be;
+				memcpy(&be, ev.pd, 4);
+				int i = (int)ntohl(be);
+				ck_assert_int_lt(i, n);
+				ck_assert_ptr_null(m->s[i].id);
+				m->s[i].req = ev;
+				conn_qp(&m->s[i], &e->srv, ev.id, &m->scap, m->s_scq, m->s_rcq, m->srq);
+				struct iw_conn_param p = {.responder_resources = 4,
+							  .initiator_depth = 4};
+				ck_assert_int_eq(iw_cm_accept(ev.id, &p), 0);
+				req++;
+			} else {
+				ck_assert_msg(ev.type == IW_CM_EVENT_ESTABLISHED,
+					      "server: %s (status %d) after %d of %d",
+					      iw_cm_event_str(ev.type), ev.status, est_s, n);
+				int i = multi_find(m->s, n, ev.id);
+				ck_assert_int_ge(i, 0);
+				m->s[i].est = ev;
+				est_s++;
+			}
+			continue;
+		}
+		if (cm_next(e->cli.cm, &ev, now_ms())) {
+			ck_assert_msg(ev.type == IW_CM_EVENT_ESTABLISHED,
+				      "client: %s (status %d) after %d of %d",
+				      iw_cm_event_str(ev.type), ev.status, est_c, n);
+			int i = multi_find(m->c, n, ev.id);
+			ck_assert_int_ge(i, 0);
+			ck_assert_uint_eq(m->c[i].est.type, 0);
+			m->c[i].est = ev;
+			est_c++;
+			continue;
+		}
+		struct pollfd p[2] = {{.fd = e->srv.cm->fd, .events = POLLIN},
+				      {.fd = e->cli.cm->fd, .events = POLLIN}};
+		int k = poll(p, 2, left_ms(dl));
+		ck_assert_msg(k != 0, "connecting %d pairs: %d requests, %d+%d ESTABLISHED", n, req,
+			      est_c, est_s);
+	}
+}
+
+static void multi_fini(struct lb_multi *m)
+{
+	for (int i = 0; i < m->n; i++) {
+		conn_fini(&m->c[i]);
+		conn_fini(&m->s[i]);
+	}
+	free(m->c);
+	free(m->s);
+	ck_assert_int_eq(iw_destroy_srq(m->srq), 0);
+	ck_assert_int_eq(iw_destroy_cq(m->c_scq), 0);
+	ck_assert_int_eq(iw_destroy_cq(m->c_rcq), 0);
+	ck_assert_int_eq(iw_destroy_cq(m->s_scq), 0);
+	ck_assert_int_eq(iw_destroy_cq(m->s_rcq), 0);
+}
+
+static void multi_cqs(struct lb_env *e, struct lb_multi *m, int cqe)
+{
+	m->c_scq = iw_create_cq(e->cli.ctx, cqe, NULL, e->cli.cc, 0);
+	m->c_rcq = iw_create_cq(e->cli.ctx, cqe, NULL, e->cli.cc, 0);
+	m->s_scq = iw_create_cq(e->srv.ctx, cqe, NULL, e->srv.cc, 0);
+	m->s_rcq = iw_create_cq(e->srv.ctx, cqe, NULL, e->srv.cc, 0);
+	ck_assert(m->c_scq && m->c_rcq && m->s_scq && m->s_rcq);
+}
+
+/* ============================================================ 3. SRQ */
+
+#define SRQ_QPS 16
+#define SRQ_MSGS 64  /* per QP */
+#define SRQ_SPARE 4  /* receives left over at the end */
+#define SRQ_LIMIT 8
+
+static void srq_round(struct lb_env *e, struct lb_multi *m, struct lb_buf *cmsg,
+		      struct lb_buf *srecv, int from, int to, int *next_seq)
+{
+	int per = to - from, total = per * SRQ_QPS;
+	for (int i = 0; i < SRQ_QPS; i++) {
+		for (int q = from; q < to; q++) {
+			uint8_t *p = cmsg->p + ((size_t)i * SRQ_MSGS + (size_t)q) * 64;
+			uint32_t hdr[2] = {(uint32_t)i, (uint32_t)q};
+			memcpy(p, hdr, sizeof(hdr));
+			pat_fill(p + 8, 56, (uint64_t)i << 16 | (uint64_t)q);
+			ck_assert_int_eq(post_send1(m->c[i].qp, (uint64_t)i << 16 | (uint64_t)q,
+						    IW_WR_SEND, IW_SEND_SIGNALED, p, 64,
+						    cmsg->mr->lkey, 0, 0, 0),
+					 0);
+		}
+	}
+	struct iw_wc *wc = calloc((size_t)total, sizeof(*wc));
+	ck_assert_ptr_nonnull(wc);
+	wc_wait(m->c_scq, e->cli.cc, wc, total, "SRQ sends");
+	for (int k = 0; k < total; k++)
+		ck_assert_int_eq(wc[k].status, IW_WC_SUCCESS);
+	wc_wait(m->s_rcq, e->srv.cc, wc, total, "SRQ receives");
+	for (int k = 0; k < total; k++) {
+		ck_assert_int_eq(wc[k].status, IW_WC_SUCCESS);
+		ck_assert_int_eq(wc[k].opcode, IW_WC_RECV);
+		ck_assert_uint_eq(wc[k].byte_len, 64);
+		const uint8_t *p = srecv->p + wc[k].wr_id * 64;
+		uint32_t hdr[2];
+		memcpy(hdr, p, sizeof(hdr));
+		ck_assert_uint_lt(hdr[0], SRQ_QPS);
+		int i = (int)hdr[0];
+		/* It came in on the server QP of client i, in that client's
+		 * order. */
+		ck_assert_uint_eq(wc[k].qp_num, iw_qp_num(m->s[i].qp));
+		ck_assert_int_eq((int)hdr[1], next_seq[i]);
+		uint8_t want[56];
+		pat_fill(want, sizeof(want), (uint64_t)i << 16 | hdr[1]);
+		ck_assert_int_eq(memcmp(p + 8, want, sizeof(want)), 0);
+		next_seq[i]++;
+	}
+	free(wc);
+}
+
+START_TEST(test_srq_16)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_multi m = {.n = SRQ_QPS};
+	multi_cqs(&e, &m, 4096);
+	const uint32_t nrecv = SRQ_QPS * SRQ_MSGS + SRQ_SPARE;
+	struct iw_srq_init_attr sa = {.attr = {.max_wr = nrecv, .max_sge = 1,
+					       .srq_limit = SRQ_LIMIT}};
+	m.srq = iw_create_srq(e.srv.pd, &sa);
+	ck_assert_msg(m.srq != NULL, "iw_create_srq: %s", strerror(errno));
+	m.ccap = (struct iw_qp_cap){.max_send_wr = SRQ_MSGS, .max_recv_wr = 4, .max_send_sge = 1,
+				    .max_recv_sge = 1};
+	m.scap = (struct iw_qp_cap){.max_send_wr = 4, .max_send_sge = 1};
+	struct lb_buf srecv, cmsg;
+	buf_init(&srecv, e.srv.pd, (size_t)nrecv * 64);
+	buf_init(&cmsg, e.cli.pd, (size_t)SRQ_QPS * SRQ_MSGS * 64);
+	for (uint32_t k = 0; k < nrecv; k++) {
+		struct iw_sge sge = {(uintptr_t)(srecv.p + k * 64), 64, srecv.mr->lkey};
+		struct iw_recv_wr wr = {.wr_id = k, .sg_list = &sge, .num_sge = 1}, *bad;
+		ck_assert_int_eq(iw_post_srq_recv(m.srq, &wr, &bad), 0);
+	}
+	/* The ring is full: one more is refused. */
+	{
+		struct iw_sge sge = {(uintptr_t)srecv.p, 64, srecv.mr->lkey};
+		struct iw_recv_wr wr = {.wr_id = 9999, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+		ck_assert_int_eq(iw_post_srq_recv(m.srq, &wr, &bad), ENOMEM);
+		ck_assert_ptr_eq(bad, &wr);
+	}
+	multi_connect(&e, &m);
+	int afd = iw_context_async_fd(e.srv.ctx);
+	ck_assert_int_ge(afd, 0);
+
+	int next_seq[SRQ_QPS] = {0};
+	/* Half of the messages: the SRQ stays above its limit. */
+	srq_round(&e, &m, &cmsg, &srecv, 0, SRQ_MSGS / 2, next_seq);
+	ck_assert_msg(!fd_ready(afd), "async event while the SRQ was above its limit");
+	/* The rest: it falls below, and says so once. */
+	srq_round(&e, &m, &cmsg, &srecv, SRQ_MSGS / 2, SRQ_MSGS, next_seq);
+	for (int i = 0; i < SRQ_QPS; i++)
+		ck_assert_int_eq(next_seq[i], SRQ_MSGS);
+	ck_assert_msg(fd_wait(afd, deadline_in(LB_WAIT_MS)), "no SRQ_LIMIT_REACHED");
+	struct iw_async_event ae;
+	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), 0);
+	ck_assert_msg(ae.event_type == IW_EVENT_SRQ_LIMIT_REACHED, "async event %s",
+		      iw_event_type_str(ae.event_type));
+	ck_assert_ptr_eq(ae.element.srq, m.srq);
+	iw_ack_async_event(&ae);
+	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), EAGAIN);
+	ck_assert(!fd_ready(afd));
+	ck_assert_int_eq(iw_get_async_event(e.cli.ctx, &ae), EAGAIN);
+
+	multi_fini(&m);
+	buf_fini(&srecv);
+	buf_fini(&cmsg);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ 4. TERMINATE */
+
+static void wait_async(struct iw_context *ctx, struct iw_async_event *ae, const char *what)
+{
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	for (;;) {
+		int rc = iw_get_async_event(ctx, ae);
+		if (rc == 0)
+			return;
+		ck_assert_int_eq(rc, EAGAIN);
+		ck_assert_msg(fd_wait(iw_context_async_fd(ctx), dl), "%s: no async event", what);
+	}
+}
+
+/* A write of 4 KiB into (addr, key) of the server, then a Send telling the
+ * server it is there; verified. */
+static void write_fr(struct lb_end *ce, struct lb_end *se, uint32_t key, uint64_t seed)
+{
+	struct iw_wc wc[2];
+	pat_fill(ce->data.p, FR_LEN, seed);
+	memset(se->frbuf, 0, FR_LEN);
+	ck_assert_int_eq(post_recv1(se->c->qp, 7000, se->msg.p, MSG_LEN, se->msg.mr->lkey), 0);
+	ck_assert_int_eq(post_send1(ce->c->qp, 7001, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED,
+				    ce->data.p, FR_LEN, ce->data.mr->lkey, (uintptr_t)se->frbuf,
+				    key, 0),
+			 0);
+	ck_assert_int_eq(post_send1(ce->c->qp, 7002, IW_WR_SEND, IW_SEND_SIGNALED, ce->msg.p, 4,
+				    ce->msg.mr->lkey, 0, 0, 0),
+			 0);
+	wc_wait(ce->c->scq, ce->c->side->cc, wc, 2, "write to the fast-reg MR");
+	wc_check(&wc[0], 7001, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, "write to the fast-reg MR");
+	wc_check(&wc[1], 7002, IW_WC_SUCCESS, IW_WC_SEND, "send after write");
+	wc_wait(se->c->rcq, se->c->side->cc, wc, 1, "receive after write");
+	wc_check(&wc[0], 7000, IW_WC_SUCCESS, IW_WC_RECV, "receive after write");
+	check_data(se->frbuf, ce->data.p, FR_LEN, "write to the fast-reg MR");
+}
+
+static void read_fr(struct lb_end *ce, struct lb_end *se, uint32_t key)
+{
+	struct iw_wc wc;
+	memset(ce->data.p, 0, FR_LEN);
+	ck_assert_int_eq(post_send1(ce->c->qp, 7003, IW_WR_RDMA_READ, IW_SEND_SIGNALED,
+				    ce->data.p, FR_LEN, ce->data.mr->lkey, (uintptr_t)se->frbuf,
+				    key, 0),
+			 0);
+	wc_wait(ce->c->scq, ce->c->side->cc, &wc, 1, "read from the fast-reg MR");
+	wc_check(&wc, 7003, IW_WC_SUCCESS, IW_WC_RDMA_READ, "read from the fast-reg MR");
+	check_data(ce->data.p, se->frbuf, FR_LEN, "read from the fast-reg MR");
+}
+
+/* _i 0: the peer's Send with Invalidate revokes the STag; 1: the owner's
+ * LOCAL_INV does; 2: a re-registration under a new key leaves the old
+ * STag stale. Then a Write to the dead STag is refused with TERMINATE. */
+START_TEST(test_invalidate_refused)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	const int acc = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	struct iw_wc wc[8];
+
+	/* Registered by a REG_MR work request, used remotely both ways. */
+	uint32_t key = fastreg(&se, acc);
+	write_fr(&ce, &se, key, 1);
+	read_fr(&ce, &se, key);
+
+	if (_i == 0) {
+		ck_assert_int_eq(post_recv1(s.qp, 7100, se.msg.p, MSG_LEN, se.msg.mr->lkey), 0);
+		ck_assert_int_eq(post_send1(c.qp, 7101, IW_WR_SEND_WITH_INV, IW_SEND_SIGNALED,
+					    ce.msg.p, 16, ce.msg.mr->lkey, 0, 0, key),
+				 0);
+		wc_wait(c.scq, e.cli.cc, wc, 1, "send with invalidate");
+		wc_check(&wc[0], 7101, IW_WC_SUCCESS, IW_WC_SEND, "send with invalidate");
+		wc_wait(s.rcq, e.srv.cc, wc, 1, "receive with invalidate");
+		wc_check(&wc[0], 7100, IW_WC_SUCCESS, IW_WC_RECV, "receive with invalidate");
+		ck_assert_uint_ne(wc[0].wc_flags & IW_WC_WITH_INV, 0);
+		ck_assert_uint_eq(wc[0].invalidated_rkey, key);
+	} else {
+		local_inv(&se, key);
+		if (_i == 2) {
+			uint32_t old = key;
+			key = fastreg(&se, acc);
+			ck_assert_uint_ne(key, old);
+			write_fr(&ce, &se, key, 2);
+			key = old; /* the stale one is used below */
+		}
+	}
+
+	/* Outstanding on both sides when the refusal comes. */
+	for (uint64_t i = 0; i < 2; i++)
+		ck_assert_int_eq(post_recv1(s.qp, 7200 + i, se.msg.p + i * MSG_LEN, MSG_LEN,
+					    se.msg.mr->lkey),
+				 0);
+	for (uint64_t i = 0; i < 3; i++)
+		ck_assert_int_eq(post_recv1(c.qp, 7300 + i, ce.msg.p + i * MSG_LEN, MSG_LEN,
+					    ce.msg.mr->lkey),
+				 0);
+	memset(se.frbuf, 0x5A, FR_LEN);
+	/* The Write is refused; the Read behind it is never answered; the
+	 * fenced Send behind the Read never starts. */
+	ck_assert_int_eq(post_send1(c.qp, 7400, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, ce.data.p,
+				    FR_LEN, ce.data.mr->lkey, (uintptr_t)se.frbuf, key, 0),
+			 0);
+	ck_assert_int_eq(post_send1(c.qp, 7401, IW_WR_RDMA_READ, IW_SEND_SIGNALED, ce.data.p,
+				    4096, ce.data.mr->lkey, (uintptr_t)se.data.p,
+				    se.data.mr->rkey, 0),
+			 0);
+	ck_assert_int_eq(post_send1(c.qp, 7402, IW_WR_SEND, IW_SEND_SIGNALED | IW_SEND_FENCE,
+				    ce.msg.p, 8, ce.msg.mr->lkey, 0, 0, 0),
+			 0);
+
+	struct iw_async_event ae;
+	wait_async(e.srv.ctx, &ae, "server");
+	ck_assert_msg(ae.event_type == IW_EVENT_QP_ACCESS_ERR, "server async event %s",
+		      iw_event_type_str(ae.event_type));
+	ck_assert_ptr_eq(ae.element.qp, s.qp);
+	ck_assert_uint_eq(ae.term, IW_TERM_DDP_T_INV_STAG);
+	ck_assert(!ae.term_from_peer);
+	wait_async(e.cli.ctx, &ae, "client");
+	ck_assert_msg(ae.event_type == IW_EVENT_QP_TERMINATE, "client async event %s",
+		      iw_event_type_str(ae.event_type));
+	ck_assert_ptr_eq(ae.element.qp, c.qp);
+	ck_assert_msg(ae.term == IW_TERM_DDP_T_INV_STAG, "TERMINATE 0x%04x, expected 0x%04x",
+		      ae.term, IW_TERM_DDP_T_INV_STAG);
+	ck_assert(ae.term_from_peer);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, c.id);
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, s.id);
+
+	/* Nothing reached the dead STag. */
+	for (size_t i = 0; i < FR_LEN; i++)
+		ck_assert_uint_eq(se.frbuf[i], 0x5A);
+	/* Client: the Write was written before the TERMINATE came back, so
+	 * it may have succeeded (iWARP completes a Write once it is sent) or
+	 * been flushed; everything behind it flushed, in order, once. */
+	wc_wait(c.scq, e.cli.cc, wc, 3, "client send queue");
+	ck_assert_uint_eq(wc[0].wr_id, 7400);
+	ck_assert_int_eq(wc[0].opcode, IW_WC_RDMA_WRITE);
+	ck_assert(wc[0].status == IW_WC_SUCCESS || wc[0].status == IW_WC_WR_FLUSH_ERR);
+	wc_check(&wc[1], 7401, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ, "client read");
+	ck_assert_uint_eq(wc[1].vendor_err, IW_TERM_DDP_T_INV_STAG);
+	wc_check(&wc[2], 7402, IW_WC_WR_FLUSH_ERR, IW_WC_SEND, "client fenced send");
+	wc_wait(c.rcq, e.cli.cc, wc, 3, "client receives");
+	for (int i = 0; i < 3; i++)
+		wc_check(&wc[i], 7300 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "client recv");
+	wc_wait(s.rcq, e.srv.cc, wc, 2, "server receives");
+	for (int i = 0; i < 2; i++)
+		wc_check(&wc[i], 7200 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "server recv");
+	wc_none(c.scq, "client send queue");
+	wc_none(c.rcq, "client receive queue");
+	wc_none(s.rcq, "server receive queue");
+	wc_none(s.scq, "server send queue");
+	/* Posted after the error: flushed at once. */
+	ck_assert_int_eq(post_send1(c.qp, 7500, IW_WR_SEND, IW_SEND_SIGNALED, ce.msg.p, 8,
+				    ce.msg.mr->lkey, 0, 0, 0),
+			 0);
+	ck_assert_int_eq(post_recv1(c.qp, 7501, ce.msg.p, MSG_LEN, ce.msg.mr->lkey), 0);
+	ck_assert_int_eq(iw_poll_cq(c.scq, 2, wc), 1);
+	wc_check(&wc[0], 7500, IW_WC_WR_FLUSH_ERR, IW_WC_SEND, "send after the error");
+	ck_assert_int_eq(iw_poll_cq(c.rcq, 2, wc), 1);
+	wc_check(&wc[0], 7501, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "recv after the error");
+	struct iw_qp_attr qa;
+	ck_assert_int_eq(iw_query_qp(c.qp, &qa, IW_QP_STATE, NULL), 0);
+	ck_assert_int_eq(qa.qp_state, IW_QPS_ERR);
+	ck_assert_int_eq(iw_query_qp(s.qp, &qa, IW_QP_STATE, NULL), 0);
+	ck_assert_int_eq(qa.qp_state, IW_QPS_ERR);
+	ck_assert_int_eq(iw_get_async_event(e.cli.ctx, &ae), EAGAIN);
+	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), EAGAIN);
+
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ 5. 256 QPs */
+
+#define MANY 256
+#define MANY_LEN (64 * KIB)
+
+START_TEST(test_256_qps)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_multi m = {.n = MANY};
+	multi_cqs(&e, &m, 4 * MANY);
+	m.ccap = (struct iw_qp_cap){.max_send_wr = 4, .max_recv_wr = 2, .max_send_sge = 1,
+				    .max_recv_sge = 1};
+	m.scap = m.ccap;
+	struct lb_buf sdata, cdata, smsg, cmsg;
+	buf_init(&sdata, e.srv.pd, (size_t)MANY * MANY_LEN);
+	buf_init(&cdata, e.cli.pd, (size_t)MANY * MANY_LEN);
+	buf_init(&smsg, e.srv.pd, (size_t)MANY * 64);
+	buf_init(&cmsg, e.cli.pd, (size_t)MANY * 64);
+	multi_connect(&e, &m);
+
+	for (int i = 0; i < MANY; i++) {
+		ck_assert_int_eq(post_recv1(m.s[i].qp, (uint64_t)i, smsg.p + i * 64, 64,
+					    smsg.mr->lkey),
+				 0);
+		pat_fill(cdata.p + (size_t)i * MANY_LEN, MANY_LEN, 1000 + (uint64_t)i);
+	}
+	/* Every client writes its 64 KiB and then says so, all at once. */
+	for (int i = 0; i < MANY; i++) {
+		uint32_t v = (uint32_t)i;
+		memcpy(cmsg.p + i * 64, &v, 4);
+		ck_assert_int_eq(post_send1(m.c[i].qp, 2 * (uint64_t)i, IW_WR_RDMA_WRITE,
+					    IW_SEND_SIGNALED, cdata.p + (size_t)i * MANY_LEN,
+					    MANY_LEN, cdata.mr->lkey,
+					    (uintptr_t)(sdata.p + (size_t)i * MANY_LEN),
+					    sdata.mr->rkey, 0),
+				 0);
+		ck_assert_int_eq(post_send1(m.c[i].qp, 2 * (uint64_t)i + 1, IW_WR_SEND,
+					    IW_SEND_SIGNALED, cmsg.p + i * 64, 4, cmsg.mr->lkey, 0,
+					    0, 0),
+				 0);
+	}
+	struct iw_wc *wc = calloc(2 * MANY, sizeof(*wc));
+	ck_assert_ptr_nonnull(wc);
+	wc_wait(m.c_scq, e.cli.cc, wc, 2 * MANY, "client writes and sends");
+	static uint8_t seen[2 * MANY];
+	for (int k = 0; k < 2 * MANY; k++) {
+		ck_assert_msg(wc[k].status == IW_WC_SUCCESS, "wr_id %llu: %s",
+			      (unsigned long long)wc[k].wr_id, iw_wc_status_str(wc[k].status));
+		ck_assert_uint_lt(wc[k].wr_id, 2 * MANY);
+		ck_assert_int_eq(wc[k].opcode, wc[k].wr_id & 1 ? IW_WC_SEND : IW_WC_RDMA_WRITE);
+		ck_assert_uint_eq(wc[k].qp_num, iw_qp_num(m.c[wc[k].wr_id / 2].qp));
+		ck_assert_uint_eq(seen[wc[k].wr_id]++, 0);
+	}
+	wc_wait(m.s_rcq, e.srv.cc, wc, MANY, "server receives");
+	static uint8_t got[MANY];
+	for (int k = 0; k < MANY; k++) {
+		ck_assert_int_eq(wc[k].status, IW_WC_SUCCESS);
+		int i = (int)wc[k].wr_id;
+		ck_assert_int_lt(i, MANY);
+		ck_assert_uint_eq(got[i]++, 0);
+		ck_assert_uint_eq(wc[k].qp_num, iw_qp_num(m.s[i].qp));
+		uint32_t v;
+		memcpy(&v, smsg.p + i * 64, 4);
+		ck_assert_uint_eq(v, (uint32_t)i);
+		check_data(sdata.p + (size_t)i * MANY_LEN, cdata.p + (size_t)i * MANY_LEN, MANY_LEN,
+			   "write of one of 256 QPs");
+	}
+	free(wc);
+	multi_fini(&m);
+	buf_fini(&sdata);
+	buf_fini(&cdata);
+	buf_fini(&smsg);
+	buf_fini(&cmsg);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ 6. close */
+
+#define CLOSE_BIG (64 * MIB)
+#define CLOSE_SENDS 4
+#define CLOSE_RECVS 4
+
+/* The server's loop is paused (it stops reading), so the client's 64 MiB
+ * Write cannot all leave and the Sends behind it never start. Then the
+ * client closes: _i 0 gracefully (iw_cm_disconnect), 1 abortively
+ * (iw_cm_destroy_id). Every outstanding WR completes with FLUSH_ERR exactly
+ * once and in order. */
+START_TEST(test_close_outstanding)
+{
+	bool abortive = _i == 1;
+	struct lb_runner r;
+	runner_start(&r, 1);
+	struct lb_env e;
+	env_init(&e, r.ctx[0], NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_buf cbig, sbig, cmsg, smsg;
+	buf_init(&cbig, e.cli.pd, CLOSE_BIG);
+	buf_init(&sbig, e.srv.pd, CLOSE_BIG);
+	buf_init(&cmsg, e.cli.pd, 16 * MSG_LEN);
+	buf_init(&smsg, e.srv.pd, 16 * MSG_LEN);
+	struct iw_wc wc[16];
+	for (uint64_t i = 0; i < CLOSE_RECVS; i++) {
+		ck_assert_int_eq(post_recv1(s.qp, 200 + i, smsg.p + i * MSG_LEN, MSG_LEN,
+					    smsg.mr->lkey),
+				 0);
+		ck_assert_int_eq(post_recv1(c.qp, 300 + i, cmsg.p + i * MSG_LEN, MSG_LEN,
+					    cmsg.mr->lkey),
+				 0);
+	}
+
+	runner_pause(&r);
+	ck_assert_int_eq(post_send1(c.qp, 100, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, cbig.p,
+				    CLOSE_BIG, cbig.mr->lkey, (uintptr_t)sbig.p, sbig.mr->rkey, 0),
+			 0);
+	for (uint64_t i = 0; i < CLOSE_SENDS; i++)
+		ck_assert_int_eq(post_send1(c.qp, 101 + i, IW_WR_SEND, IW_SEND_SIGNALED,
+					    cmsg.p + 8 * MSG_LEN, 16, cmsg.mr->lkey, 0, 0, 0),
+				 0);
+	/* Nothing can complete while the server does not read. */
+	wc_none(c.scq, "client send queue before the close");
+	if (abortive) {
+		ck_assert_int_eq(iw_cm_destroy_id(c.id), 0);
+		c.id = NULL;
+		c.qp = NULL;
+	} else {
+		ck_assert_int_eq(iw_cm_disconnect(c.id), 0);
+	}
+	runner_resume(&r);
+
+	struct lb_ev ev;
+	if (!abortive) {
+		cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+		ck_assert_ptr_eq(ev.id, c.id);
+	}
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, s.id);
+
+	wc_wait(c.scq, e.cli.cc, wc, 1 + CLOSE_SENDS, "client send queue");
+	wc_check(&wc[0], 100, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_WRITE, "unfinished write");
+	for (int i = 0; i < CLOSE_SENDS; i++)
+		wc_check(&wc[1 + i], 101 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_SEND,
+			 "unsent send");
+	wc_wait(c.rcq, e.cli.cc, wc, CLOSE_RECVS, "client receives");
+	for (int i = 0; i < CLOSE_RECVS; i++)
+		wc_check(&wc[i], 300 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "client recv");
+	wc_wait(s.rcq, e.srv.cc, wc, CLOSE_RECVS, "server receives");
+	for (int i = 0; i < CLOSE_RECVS; i++)
+		wc_check(&wc[i], 200 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "server recv");
+	wc_none(c.scq, "client send queue");
+	wc_none(c.rcq, "client receive queue");
+	wc_none(s.scq, "server send queue");
+	wc_none(s.rcq, "server receive queue");
+
+	/* Posted after the error: flushed at once, on both sides. */
+	ck_assert_int_eq(post_send1(s.qp, 400, IW_WR_SEND, IW_SEND_SIGNALED, smsg.p, 8,
+				    smsg.mr->lkey, 0, 0, 0),
+			 0);
+	ck_assert_int_eq(post_recv1(s.qp, 401, smsg.p, MSG_LEN, smsg.mr->lkey), 0);
+	ck_assert_int_eq(iw_poll_cq(s.scq, 2, wc), 1);
+	wc_check(&wc[0], 400, IW_WC_WR_FLUSH_ERR, IW_WC_SEND, "server send after the error");
+	ck_assert_int_eq(iw_poll_cq(s.rcq, 2, wc), 1);
+	wc_check(&wc[0], 401, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "server recv after the error");
+	if (!abortive) {
+		ck_assert_int_eq(post_send1(c.qp, 500, IW_WR_RDMA_READ, IW_SEND_SIGNALED, cbig.p,
+					    64, cbig.mr->lkey, (uintptr_t)sbig.p, sbig.mr->rkey, 0),
+				 0);
+		ck_assert_int_eq(post_recv1(c.qp, 501, cmsg.p, MSG_LEN, cmsg.mr->lkey), 0);
+		ck_assert_int_eq(iw_poll_cq(c.scq, 2, wc), 1);
+		wc_check(&wc[0], 500, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ, "read after the error");
+		ck_assert_int_eq(iw_poll_cq(c.rcq, 2, wc), 1);
+		wc_check(&wc[0], 501, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "recv after the error");
+		/* Closing what is closed is not an error. */
+		ck_assert_int_eq(iw_cm_disconnect(c.id), 0);
+	}
+	cm_none(e.cli.cm);
+	cm_none(e.srv.cm);
+
+	conn_fini(&c);
+	conn_fini(&s);
+	buf_fini(&cbig);
+	buf_fini(&sbig);
+	buf_fini(&cmsg);
+	buf_fini(&smsg);
+	env_fini(&e);
+	runner_stop(&r);
+}
+END_TEST
+
+/* The server closes gracefully with receives posted on both sides and data
+ * that was sent before the close still arriving. */
+START_TEST(test_close_graceful_server)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, MIB, "client");
+	end_init(&se, &s, MIB, "server");
+	struct iw_wc wc[8];
+	for (uint64_t i = 0; i < 3; i++)
+		ck_assert_int_eq(post_recv1(c.qp, 10 + i, ce.msg.p + i * MSG_LEN, MSG_LEN,
+					    ce.msg.mr->lkey),
+				 0);
+	for (uint64_t i = 0; i < 5; i++)
+		ck_assert_int_eq(post_recv1(s.qp, 20 + i, se.msg.p + i * MSG_LEN, MSG_LEN,
+					    se.msg.mr->lkey),
+				 0);
+	/* A Write the server has sent completes before the close, and all of
+	 * it is placed: FPDUs handed to the send path are written before FIN. */
+	pat_fill(se.data.p, MIB, 77);
+	ck_assert_int_eq(post_send1(s.qp, 30, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, se.data.p, MIB,
+				    se.data.mr->lkey, (uintptr_t)ce.data.p, ce.data.mr->rkey, 0),
+			 0);
+	ck_assert_int_eq(post_send1(s.qp, 31, IW_WR_SEND, IW_SEND_SIGNALED, se.msg.p + 7 * MSG_LEN,
+				    32, se.msg.mr->lkey, 0, 0, 0),
+			 0);
+	wc_wait(s.scq, e.srv.cc, wc, 2, "server write and send");
+	wc_check(&wc[0], 30, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, "server write");
+	wc_check(&wc[1], 31, IW_WC_SUCCESS, IW_WC_SEND, "server send");
+	ck_assert_int_eq(iw_cm_disconnect(s.id), 0);
+	struct lb_ev ev;
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, s.id);
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, c.id);
+	wc_wait(c.rcq, e.cli.cc, wc, 3, "client receives");
+	wc_check(&wc[0], 10, IW_WC_SUCCESS, IW_WC_RECV, "the send before the close");
+	ck_assert_uint_eq(wc[0].byte_len, 32);
+	check_data(ce.data.p, se.data.p, MIB, "write before the close");
+	for (int i = 1; i < 3; i++)
+		wc_check(&wc[i], 10 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "client recv");
+	wc_wait(s.rcq, e.srv.cc, wc, 5, "server receives");
+	for (int i = 0; i < 5; i++)
+		wc_check(&wc[i], 20 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "server recv");
+	wc_none(c.scq, "client send queue");
+	wc_none(c.rcq, "client receive queue");
+	wc_none(s.scq, "server send queue");
+	wc_none(s.rcq, "server receive queue");
+	ck_assert_int_eq(post_send1(c.qp, 40, IW_WR_SEND, 0, ce.msg.p, 8, ce.msg.mr->lkey, 0, 0,
+				    0),
+			 0);
+	ck_assert_int_eq(iw_poll_cq(c.scq, 2, wc), 1);
+	/* Unsignaled, but an error is always reported. */
+	wc_check(&wc[0], 40, IW_WC_WR_FLUSH_ERR, IW_WC_SEND, "send after the close");
+	cm_none(e.cli.cm);
+	cm_none(e.srv.cm);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ event_base */
+
+/* Both contexts on one application-provided event_base that a test thread
+ * runs: the whole flow works without any loop thread of the library. */
+START_TEST(test_app_event_base)
+{
+	struct lb_runner r;
+	runner_start(&r, 2);
+	struct lb_env e;
+	env_init(&e, r.ctx[0], r.ctx[1]);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, MIB, "client");
+	end_init(&se, &s, MIB, "server");
+	smoke(&ce, &se);
+	xfer(&ce, &se, OP_WRITE, MIB, 1);
+	xfer(&ce, &se, OP_READ, MIB, 2);
+	xfer(&se, &ce, OP_SEND, MIB, 3);
+	ck_assert_int_eq(iw_cm_disconnect(c.id), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+	runner_stop(&r);
+}
+END_TEST
+
+/* ============================================================ 7. CM */
+
+START_TEST(test_cm_rejected)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c = {0}, s = {0};
+	struct lb_spec sp = {0};
+	pair_start(&e, &sp, &c);
+	pair_take_request(&e, &sp, &s);
+	static const char why[] = "no room at the inn";
+	ck_assert_int_eq(iw_cm_reject(s.id, why, sizeof(why)), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_REJECTED, &ev);
+	ck_assert_ptr_eq(ev.id, c.id);
+	ck_assert_int_eq(ev.status, ECONNREFUSED);
+	ck_assert_uint_eq(ev.pd_len, sizeof(why));
+	ck_assert_mem_eq(ev.pd, why, sizeof(why));
+	/* The QP never started: posting fails or flushes, never hangs. */
+	struct iw_qp_attr qa;
+	ck_assert_int_eq(iw_query_qp(c.qp, &qa, IW_QP_STATE, NULL), 0);
+	ck_assert_int_ne(qa.qp_state, IW_QPS_RTS);
+	cm_none(e.srv.cm);
+	conn_fini(&c);
+	conn_fini(&s);
+	env_fini(&e);
+}
+END_TEST
+
+START_TEST(test_cm_unreachable)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	/* A port that is bound but not listening: connections are refused. */
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	socklen_t al = sizeof(a);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	struct lb_conn c = {0};
+	struct iw_cm_id *id;
+	ck_assert_int_eq(iw_cm_create_id(e.cli.cm, &id, NULL), 0);
+	conn_qp(&c, &e.cli, id, NULL, NULL, NULL, NULL);
+	ck_assert_int_eq(iw_cm_connect(id, (struct sockaddr *)&a, NULL), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_UNREACHABLE, &ev);
+	ck_assert_ptr_eq(ev.id, id);
+	ck_assert_int_eq(ev.status, ECONNREFUSED);
+	cm_none(e.cli.cm);
+	close(fd);
+	conn_fini(&c);
+	env_fini(&e);
+}
+END_TEST
+
+/* A plain TCP listener that accepts (the kernel does) and never answers
+ * the MPA Request: CONNECT_ERROR(ETIMEDOUT) after opts.timeout_ms. */
+START_TEST(test_cm_mpa_timeout)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	socklen_t al = sizeof(a);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	struct lb_conn c = {0};
+	struct iw_cm_id *id;
+	ck_assert_int_eq(iw_cm_create_id(e.cli.cm, &id, NULL), 0);
+	conn_qp(&c, &e.cli, id, NULL, NULL, NULL, NULL);
+	struct iw_mpa_opts o;
+	iw_mpa_opts_default(&o);
+	o.timeout_ms = 300;
+	struct iw_conn_param p = {.responder_resources = 1, .initiator_depth = 1, .mpa = &o};
+	ck_assert_int_eq(iw_cm_connect(id, (struct sockaddr *)&a, &p), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_CONNECT_ERROR, &ev);
+	ck_assert_ptr_eq(ev.id, id);
+	ck_assert_int_eq(ev.status, ETIMEDOUT);
+	/* The Request did go out: the listener has it. */
+	int afd = accept(fd, NULL, NULL);
+	ck_assert_int_ge(afd, 0);
+	uint8_t req[64];
+	ssize_t n = recv(afd, req, sizeof(req), MSG_DONTWAIT);
+	ck_assert_int_ge(n, 16);
+	ck_assert_int_eq(memcmp(req, "MPA ID Req Frame", 16), 0);
+	close(afd);
+	close(fd);
+	cm_none(e.cli.cm);
+	conn_fini(&c);
+	env_fini(&e);
+}
+END_TEST
+
+/* CONNECT_REQUEST carries the initiator's private data and IRD/ORD; the
+ * ESTABLISHED events carry the peer's private data. _i picks the size:
+ * 0, 252, 508 (the rev-2 maximum) and 512 with rev 1. */
+START_TEST(test_cm_private_data)
+{
+	static const uint16_t lens[] = {0, 252, 508, 512};
+	uint16_t len = lens[_i];
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	uint8_t cpd[512], spd[512];
+	pat_fill(cpd, sizeof(cpd), 11);
+	pat_fill(spd, sizeof(spd), 12);
+	struct iw_mpa_opts o;
+	iw_mpa_opts_default(&o);
+	if (_i == 3)
+		o.rev = 1;
+	struct lb_spec sp = {.cli_mpa = &o, .srv_mpa = &o, .cli_ird = 5, .cli_ord = 7,
+			     .srv_ird = 9, .srv_ord = 3, .cli_pd = cpd, .cli_pd_len = len,
+			     .srv_pd = spd, .srv_pd_len = len};
+	struct lb_conn c, s;
+	pair_connect(&e, &sp, &c, &s);
+	ck_assert_uint_eq(s.req.pd_len, len);
+	ck_assert_int_eq(memcmp(s.req.pd, cpd, len), 0);
+	ck_assert_uint_eq(s.req.rev, _i == 3 ? 1 : 2);
+	if (_i != 3) {
+		ck_assert_uint_eq(s.req.ird, 5);
+		ck_assert_uint_eq(s.req.ord, 7);
+	}
+	ck_assert_uint_eq(c.est.pd_len, len);
+	ck_assert_int_eq(memcmp(c.est.pd, spd, len), 0);
+	ck_assert_uint_eq(s.est.pd_len, len);
+	ck_assert_int_eq(memcmp(s.est.pd, cpd, len), 0);
+	ck_assert_uint_eq(c.est.rev, _i == 3 ? 1 : 2);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	smoke(&ce, &se);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	/* One octet more than the maximum is refused by connect. */
+	struct lb_conn c2 = {0};
+	struct iw_cm_id *id;
+	ck_assert_int_eq(iw_cm_create_id(e.cli.cm, &id, NULL), 0);
+	conn_qp(&c2, &e.cli, id, NULL, NULL, NULL, NULL);
+	uint8_t big[600] = {0};
+	struct iw_conn_param p = {.private_data = big,
+				  .private_data_len = (uint16_t)(_i == 3 ? 513 : 509),
+				  .mpa = &o};
+	int rc = iw_cm_connect(id, (struct sockaddr *)&e.addr, &p);
+	if (rc == 0) {
+		/* Refused later rather than at once: still never a hang. */
+		struct lb_ev ev;
+		ck_assert(cm_next(e.cli.cm, &ev, deadline_in(LB_WAIT_MS)));
+		ck_assert_int_ne(ev.type, IW_CM_EVENT_ESTABLISHED);
+	}
+	conn_fini(&c2);
+	env_fini(&e);
+}
+END_TEST
+
+START_TEST(test_cm_rev1)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_mpa_opts o;
+	iw_mpa_opts_default(&o);
+	o.rev = 1;
+	struct lb_spec sp = {.cli_mpa = &o, .srv_mpa = &o};
+	struct lb_conn c, s;
+	pair_connect(&e, &sp, &c, &s);
+	ck_assert_uint_eq(s.req.rev, 1);
+	ck_assert_uint_eq(c.est.rev, 1);
+	ck_assert_uint_eq(s.est.rev, 1);
+	ck_assert_uint_eq(c.est.rtr, 0);
+	ck_assert_uint_eq(s.est.rtr, 0);
+	ck_assert(c.est.crc);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	smoke(&ce, &se);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* The initiator offers the READ RTR only: the responder picks it, answers
+ * the zero-length Read, and data flows. */
+START_TEST(test_cm_rtr_read)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_mpa_opts co;
+	iw_mpa_opts_default(&co);
+	co.rtr_offer = IW_RTR_READ;
+	struct lb_spec sp = {.cli_mpa = &co};
+	struct lb_conn c, s;
+	pair_connect(&e, &sp, &c, &s);
+	ck_assert_uint_eq(c.est.rtr, IW_RTR_READ);
+	ck_assert_uint_eq(s.est.rtr, IW_RTR_READ);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	smoke(&ce, &se);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* SEND RTR: the zero-length Send is consumed by the protocol, never by a
+ * receive the application posted before accepting. */
+START_TEST(test_cm_rtr_send)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_mpa_opts co, so;
+	iw_mpa_opts_default(&co);
+	iw_mpa_opts_default(&so);
+	co.rtr_offer = IW_RTR_SEND;
+	so.rtr_accept = IW_RTR_WRITE | IW_RTR_READ | IW_RTR_SEND;
+	struct lb_spec sp = {.cli_mpa = &co, .srv_mpa = &so};
+	struct lb_conn c = {0}, s = {0};
+	pair_start(&e, &sp, &c);
+	pair_take_request(&e, &sp, &s);
+	struct lb_buf smsg;
+	buf_init(&smsg, e.srv.pd, MSG_LEN);
+	ck_assert_int_eq(post_recv1(s.qp, 1, smsg.p, MSG_LEN, smsg.mr->lkey), 0);
+	pair_accept(&sp, &s);
+	pair_established(&e, &c, &s);
+	ck_assert_uint_eq(c.est.rtr, IW_RTR_SEND);
+	ck_assert_uint_eq(s.est.rtr, IW_RTR_SEND);
+	wc_none(s.rcq, "the SEND RTR");
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	strcpy((char *)ce.msg.p, "first");
+	ck_assert_int_eq(post_send1(c.qp, 2, IW_WR_SEND, IW_SEND_SIGNALED, ce.msg.p, 6,
+				    ce.msg.mr->lkey, 0, 0, 0),
+			 0);
+	struct iw_wc wc;
+	wc_wait(s.rcq, e.srv.cc, &wc, 1, "first send");
+	wc_check(&wc, 1, IW_WC_SUCCESS, IW_WC_RECV, "first send");
+	ck_assert_uint_eq(wc.byte_len, 6);
+	ck_assert_str_eq((char *)smsg.p, "first");
+	wc_wait(c.scq, e.cli.cc, &wc, 1, "first send");
+	smoke(&ce, &se);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	buf_fini(&smsg);
+	env_fini(&e);
+}
+END_TEST
+
+/* The initiator asks for markers; the responder refuses them (as siw
+ * does): both sides hear about it, nobody hangs. */
+START_TEST(test_cm_markers_refused)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_mpa_opts co, so;
+	iw_mpa_opts_default(&co);
+	iw_mpa_opts_default(&so);
+	co.markers = true;
+	so.accept_markers = false;
+	struct lb_spec sp = {.cli_mpa = &co, .srv_mpa = &so};
+	struct lb_conn c = {0}, s = {0};
+	pair_start(&e, &sp, &c);
+	pair_take_request(&e, &sp, &s);
+	ck_assert(s.req.markers_tx); /* the peer asked for markers */
+	struct iw_conn_param p = {.responder_resources = 4, .initiator_depth = 4};
+	int rc = iw_cm_accept(s.id, &p);
+	struct lb_ev ev;
+	if (rc == 0) {
+		cm_expect(e.srv.cm, IW_CM_EVENT_CONNECT_ERROR, &ev);
+		ck_assert_ptr_eq(ev.id, s.id);
+	}
+	ck_assert(cm_next(e.cli.cm, &ev, deadline_in(LB_WAIT_MS)));
+	ck_assert_msg(ev.type == IW_CM_EVENT_REJECTED || ev.type == IW_CM_EVENT_CONNECT_ERROR,
+		      "client got %s", iw_cm_event_str(ev.type));
+	ck_assert_ptr_eq(ev.id, c.id);
+	cm_none(e.cli.cm);
+	cm_none(e.srv.cm);
+	conn_fini(&c);
+	conn_fini(&s);
+	env_fini(&e);
+}
+END_TEST
+
+/* A Chelsio-like responder answers its configured READ RTR without
+ * checking the offer. _i 0: the initiator offered WRITE and READ, and
+ * READ it is; 1: it offered WRITE only and fails cleanly. */
+START_TEST(test_cm_rtr_force)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_mpa_opts co, so;
+	iw_mpa_opts_default(&co);
+	iw_mpa_opts_default(&so);
+	so.rtr_force = true;
+	so.rtr_accept = IW_RTR_READ;
+	if (_i == 1)
+		co.rtr_offer = IW_RTR_WRITE;
+	struct lb_spec sp = {.cli_mpa = &co, .srv_mpa = &so};
+	struct lb_conn c = {0}, s = {0};
+	if (_i == 0) {
+		pair_connect(&e, &sp, &c, &s);
+		ck_assert_uint_eq(c.est.rtr, IW_RTR_READ);
+		ck_assert_uint_eq(s.est.rtr, IW_RTR_READ);
+		struct lb_end ce, se;
+		end_init(&ce, &c, 64 * KIB, "client");
+		end_init(&se, &s, 64 * KIB, "server");
+		smoke(&ce, &se);
+		conn_fini(&c);
+		conn_fini(&s);
+		end_fini(&ce);
+		end_fini(&se);
+	} else {
+		pair_start(&e, &sp, &c);
+		pair_take_request(&e, &sp, &s);
+		pair_accept(&sp, &s);
+		struct lb_ev ev;
+		cm_expect(e.cli.cm, IW_CM_EVENT_CONNECT_ERROR, &ev);
+		ck_assert_ptr_eq(ev.id, c.id);
+		ck_assert(cm_next(e.srv.cm, &ev, deadline_in(LB_WAIT_MS)));
+		ck_assert_msg(ev.type == IW_CM_EVENT_DISCONNECTED ||
+				      ev.type == IW_CM_EVENT_CONNECT_ERROR,
+			      "server got %s", iw_cm_event_str(ev.type));
+		ck_assert_ptr_eq(ev.id, s.id);
+	}
+	cm_none(e.cli.cm);
+	cm_none(e.srv.cm);
+	conn_fini(&c);
+	conn_fini(&s);
+	env_fini(&e);
+}
+END_TEST
+
+static void query_rd(struct iw_qp *qp, uint8_t *ord, uint8_t *ird)
+{
+	struct iw_qp_attr a;
+	struct iw_qp_init_attr ia;
+	ck_assert_int_eq(iw_query_qp(qp, &a, IW_QP_MAX_QP_RD_ATOMIC | IW_QP_MAX_DEST_RD_ATOMIC, &ia),
+			 0);
+	ck_assert_int_eq(a.qp_state, IW_QPS_RTS);
+	*ord = a.max_rd_atomic;
+	*ird = a.max_dest_rd_atomic;
+}
+
+/* RFC 6581 IRD/ORD are negotiated down to what each side can do. */
+START_TEST(test_cm_ird_ord)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_spec sp = {.cli_ird = 8, .cli_ord = 8, .srv_ird = 2, .srv_ord = 4};
+	struct lb_conn c, s;
+	pair_connect(&e, &sp, &c, &s);
+	ck_assert_uint_eq(s.req.ird, 8);
+	ck_assert_uint_eq(s.req.ord, 8);
+	uint8_t ord, ird;
+	query_rd(c.qp, &ord, &ird);
+	ck_assert_uint_eq(ord, 2); /* min(8, the server's IRD 2) */
+	ck_assert_uint_eq(ird, 4); /* the server's ORD */
+	query_rd(s.qp, &ord, &ird);
+	ck_assert_uint_eq(ord, 4); /* min(4, the client's IRD 8) */
+	ck_assert_uint_eq(ird, 2); /* min(2, the client's ORD 8) */
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	smoke(&ce, &se);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* ORD 1 with 8 Reads posted at once: they go out one at a time (the
+ * responder, with IRD 1, would TERMINATE a second one in flight) and all
+ * complete, in order, with the right data. */
+START_TEST(test_cm_ord1_reads)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_spec sp = {.cli_ird = 1, .cli_ord = 8, .srv_ird = 1, .srv_ord = 1};
+	struct lb_conn c, s;
+	pair_connect(&e, &sp, &c, &s);
+	uint8_t ord, ird;
+	query_rd(c.qp, &ord, &ird);
+	ck_assert_uint_eq(ord, 1);
+	query_rd(s.qp, &ord, &ird);
+	ck_assert_uint_eq(ird, 1);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 8 * 64 * KIB, "client");
+	end_init(&se, &s, 8 * 64 * KIB, "server");
+	pat_fill(se.data.p, 8 * 64 * KIB, 99);
+	memset(ce.data.p, 0, 8 * 64 * KIB);
+	struct iw_sge sge[8];
+	struct iw_send_wr wr[8], *bad;
+	for (int i = 0; i < 8; i++) {
+		sge[i] = (struct iw_sge){(uintptr_t)(ce.data.p + i * 64 * KIB), 64 * KIB,
+					 ce.data.mr->lkey};
+		wr[i] = (struct iw_send_wr){.wr_id = 50 + (uint64_t)i, .sg_list = &sge[i],
+					    .num_sge = 1, .opcode = IW_WR_RDMA_READ,
+					    .send_flags = IW_SEND_SIGNALED,
+					    .next = i < 7 ? &wr[i + 1] : NULL};
+		/* Backwards through the source, so order mistakes show. */
+		wr[i].wr.rdma.remote_addr = (uintptr_t)(se.data.p + (7 - i) * 64 * KIB);
+		wr[i].wr.rdma.rkey = se.data.mr->rkey;
+	}
+	ck_assert_int_eq(iw_post_send(c.qp, wr, &bad), 0);
+	struct iw_wc wc[8];
+	wc_wait(c.scq, e.cli.cc, wc, 8, "8 reads with ORD 1");
+	for (int i = 0; i < 8; i++) {
+		wc_check(&wc[i], 50 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_RDMA_READ, "read");
+		check_data(ce.data.p + i * 64 * KIB, se.data.p + (7 - i) * 64 * KIB, 64 * KIB,
+			   "read with ORD 1");
+	}
+	struct iw_async_event ae;
+	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), EAGAIN);
+	ck_assert_int_eq(iw_get_async_event(e.cli.ctx, &ae), EAGAIN);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ 8. threads */
+
+#define THR 4
+#define THR_MSGS 2000
+#define THR_WIN 16
+#define THR_LEN 64
+
+struct thr_fail {
+	atomic_int failed;
+	char msg[256];
+};
+
+static void thr_failf(struct thr_fail *f, const char *what, unsigned long long a,
+		      unsigned long long b)
+{
+	if (atomic_exchange(&f->failed, 1) == 0)
+		snprintf(f->msg, sizeof(f->msg), "%s (%llu, %llu)", what, a, b);
+}
+
+/* Each thread drives its own pair. */
+struct thr_own {
+	struct lb_end *c, *s;
+	int t;
+	struct thr_fail *f;
+};
+
+static void *thr_own_main(void *arg)
+{
+	struct thr_own *a = arg;
+	struct lb_conn *cc = a->c->c, *sc = a->s->c;
+	int posted = 0, done_s = 0, done_r = 0;
+	int64_t dl = deadline_in(LB_WAIT_MS * 2);
+	while ((done_s < THR_MSGS || done_r < THR_MSGS) && !atomic_load(&a->f->failed)) {
+		while (posted < THR_MSGS && posted - done_s < THR_WIN && posted - done_r < THR_WIN) {
+			int slot = posted % THR_WIN;
+			uint8_t *sb = a->c->msg.p + slot * THR_LEN;
+			uint8_t *rb = a->s->msg.p + slot * THR_LEN;
+			uint32_t hdr[2] = {(uint32_t)a->t, (uint32_t)posted};
+			memcpy(sb, hdr, sizeof(hdr));
+			pat_fill(sb + 8, THR_LEN - 8, (uint64_t)a->t << 32 | (uint64_t)posted);
+			if (post_recv1(sc->qp, (uint64_t)posted, rb, THR_LEN, a->s->msg.mr->lkey) ||
+			    post_send1(cc->qp, (uint64_t)posted, IW_WR_SEND, IW_SEND_SIGNALED, sb,
+				       THR_LEN, a->c->msg.mr->lkey, 0, 0, 0)) {
+				thr_failf(a->f, "post failed", (unsigned long long)a->t,
+					  (unsigned long long)posted);
+				return NULL;
+			}
+			posted++;
+		}
+		struct iw_wc wc[16];
+		int k = iw_poll_cq(cc->scq, 16, wc), progress = k;
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status != IW_WC_SUCCESS || wc[i].wr_id != (uint64_t)done_s)
+				thr_failf(a->f, "send completion out of order or failed",
+					  (unsigned long long)wc[i].wr_id, (unsigned long long)done_s);
+			done_s++;
+		}
+		k = iw_poll_cq(sc->rcq, 16, wc);
+		progress += k;
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status != IW_WC_SUCCESS || wc[i].wr_id != (uint64_t)done_r ||
+			    wc[i].byte_len != THR_LEN)
+				thr_failf(a->f, "recv completion out of order or failed",
+					  (unsigned long long)wc[i].wr_id, (unsigned long long)done_r);
+			const uint8_t *rb = a->s->msg.p + (done_r % THR_WIN) * THR_LEN;
+			uint32_t hdr[2];
+			memcpy(hdr, rb, sizeof(hdr));
+			uint8_t want[THR_LEN - 8];
+			pat_fill(want, sizeof(want), (uint64_t)a->t << 32 | (uint64_t)done_r);
+			if (hdr[0] != (uint32_t)a->t || hdr[1] != (uint32_t)done_r ||
+			    memcmp(rb + 8, want, sizeof(want)))
+				thr_failf(a->f, "received data wrong", (unsigned long long)a->t,
+					  (unsigned long long)done_r);
+			done_r++;
+		}
+		if (!progress) {
+			if (now_ms() > dl) {
+				thr_failf(a->f, "timed out (sends, recvs done)",
+					  (unsigned long long)done_s, (unsigned long long)done_r);
+				return NULL;
+			}
+			sched_yield();
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_threads_own_qps)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c[THR], s[THR];
+	struct lb_end ce[THR], se[THR];
+	struct thr_own args[THR];
+	struct thr_fail f = {0};
+	pthread_t th[THR];
+	for (int t = 0; t < THR; t++) {
+		pair_connect(&e, NULL, &c[t], &s[t]);
+		end_init(&ce[t], &c[t], 0, "client");
+		end_init(&se[t], &s[t], 0, "server");
+		args[t] = (struct thr_own){&ce[t], &se[t], t, &f};
+	}
+	for (int t = 0; t < THR; t++)
+		ck_assert_int_eq(pthread_create(&th[t], NULL, thr_own_main, &args[t]), 0);
+	for (int t = 0; t < THR; t++)
+		pthread_join(th[t], NULL);
+	ck_assert_msg(!atomic_load(&f.failed), "%s", f.msg);
+	for (int t = 0; t < THR; t++) {
+		wc_none(c[t].scq, "after the threads");
+		wc_none(s[t].rcq, "after the threads");
+		conn_fini(&c[t]);
+		conn_fini(&s[t]);
+		end_fini(&ce[t]);
+		end_fini(&se[t]);
+	}
+	env_fini(&e);
+}
+END_TEST
+
+/* Four threads post on one QP pair and poll its shared CQs. */
+struct thr_shared {
+	struct lb_conn *c, *s;
+	struct lb_buf *sendb, *recvb;
+	int t;
+	struct thr_fail *f;
+	atomic_int *send_seen, *recv_seen, *msg_seen; /* [THR * THR_MSGS] */
+	atomic_int *sends_done, *recvs_done;
+};
+
+static void shared_poll(struct thr_shared *a, int *progress)
+{
+	struct iw_wc wc[8];
+	int k = iw_poll_cq(a->c->scq, 8, wc);
+	for (int i = 0; i < k; i++) {
+		uint64_t id = wc[i].wr_id;
+		if (wc[i].status != IW_WC_SUCCESS || wc[i].opcode != IW_WC_SEND ||
+		    id >= THR * THR_MSGS)
+			thr_failf(a->f, "bad send completion", (unsigned long long)id,
+				  (unsigned long long)wc[i].status);
+		else
+			atomic_fetch_add(&a->send_seen[id], 1);
+		atomic_fetch_add(a->sends_done, 1);
+	}
+	*progress += k;
+	k = iw_poll_cq(a->s->rcq, 8, wc);
+	for (int i = 0; i < k; i++) {
+		uint64_t id = wc[i].wr_id;
+		if (wc[i].status != IW_WC_SUCCESS || wc[i].byte_len != THR_LEN ||
+		    id >= THR * THR_MSGS) {
+			thr_failf(a->f, "bad recv completion", (unsigned long long)id,
+				  (unsigned long long)wc[i].status);
+		} else {
+			atomic_fetch_add(&a->recv_seen[id], 1);
+			/* The buffer holds some thread's message, intact. */
+			const uint8_t *rb = a->recvb->p + id * THR_LEN;
+			uint32_t hdr[2];
+			memcpy(hdr, rb, sizeof(hdr));
+			uint8_t want[THR_LEN - 8];
+			pat_fill(want, sizeof(want), (uint64_t)hdr[0] << 32 | hdr[1]);
+			if (hdr[0] >= THR || hdr[1] >= THR_MSGS || memcmp(rb + 8, want, sizeof(want)))
+				thr_failf(a->f, "received data wrong", hdr[0], hdr[1]);
+			else
+				atomic_fetch_add(&a->msg_seen[hdr[0] * THR_MSGS + hdr[1]], 1);
+		}
+		atomic_fetch_add(a->recvs_done, 1);
+	}
+	*progress += k;
+}
+
+static void *thr_shared_main(void *arg)
+{
+	struct thr_shared *a = arg;
+	int64_t dl = deadline_in(LB_WAIT_MS * 2);
+	int q = 0;
+	const int total = THR * THR_MSGS;
+	while ((q < THR_MSGS || atomic_load(a->sends_done) < total ||
+		atomic_load(a->recvs_done) < total) &&
+	       !atomic_load(&a->f->failed)) {
+		int progress = 0;
+		if (q < THR_MSGS) {
+			uint64_t id = (uint64_t)a->t * THR_MSGS + (uint64_t)q;
+			uint8_t *sb = a->sendb->p + id * THR_LEN;
+			uint32_t hdr[2] = {(uint32_t)a->t, (uint32_t)q};
+			memcpy(sb, hdr, sizeof(hdr));
+			pat_fill(sb + 8, THR_LEN - 8, (uint64_t)a->t << 32 | (uint64_t)q);
+			/* A receive before every send, so the peer never runs
+			 * out (iWARP has no RNR retry). A full queue: poll and
+			 * try again. */
+			int rc = post_recv1(a->s->qp, id, a->recvb->p + id * THR_LEN, THR_LEN,
+					    a->recvb->mr->lkey);
+			if (rc == 0) {
+				for (;;) {
+					rc = post_send1(a->c->qp, id, IW_WR_SEND, IW_SEND_SIGNALED, sb,
+							THR_LEN, a->sendb->mr->lkey, 0, 0, 0);
+					if (rc != ENOMEM)
+						break;
+					shared_poll(a, &progress);
+					if (now_ms() > dl)
+						break;
+					sched_yield();
+				}
+				if (rc) {
+					thr_failf(a->f, "post_send", (unsigned long long)rc, id);
+					return NULL;
+				}
+				q++;
+				progress++;
+			} else if (rc != ENOMEM) {
+				thr_failf(a->f, "post_recv", (unsigned long long)rc, id);
+				return NULL;
+			}
+		}
+		shared_poll(a, &progress);
+		if (!progress) {
+			if (now_ms() > dl) {
+				thr_failf(a->f, "timed out (sends, recvs done)",
+					  (unsigned long long)atomic_load(a->sends_done),
+					  (unsigned long long)atomic_load(a->recvs_done));
+				return NULL;
+			}
+			sched_yield();
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_threads_shared_qp)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_buf sendb, recvb;
+	buf_init(&sendb, e.cli.pd, (size_t)THR * THR_MSGS * THR_LEN);
+	buf_init(&recvb, e.srv.pd, (size_t)THR * THR_MSGS * THR_LEN);
+	atomic_int *seen = calloc(3 * THR * THR_MSGS, sizeof(*seen));
+	ck_assert_ptr_nonnull(seen);
+	atomic_int sends_done = 0, recvs_done = 0;
+	struct thr_fail f = {0};
+	struct thr_shared args[THR];
+	pthread_t th[THR];
+	for (int t = 0; t < THR; t++)
+		args[t] = (struct thr_shared){&c, &s, &sendb, &recvb, t, &f, seen,
+					      seen + THR * THR_MSGS, seen + 2 * THR * THR_MSGS,
+					      &sends_done, &recvs_done};
+	for (int t = 0; t < THR; t++)
+		ck_assert_int_eq(pthread_create(&th[t], NULL, thr_shared_main, &args[t]), 0);
+	for (int t = 0; t < THR; t++)
+		pthread_join(th[t], NULL);
+	ck_assert_msg(!atomic_load(&f.failed), "%s", f.msg);
+	for (int i = 0; i < 3 * THR * THR_MSGS; i++)
+		ck_assert_msg(atomic_load(&seen[i]) == 1, "%s %d seen %d times",
+			      i < THR * THR_MSGS ? "send wr_id" :
+			      i < 2 * THR * THR_MSGS ? "recv wr_id" : "message",
+			      i % (THR * THR_MSGS), atomic_load(&seen[i]));
+	wc_none(c.scq, "after the threads");
+	wc_none(s.rcq, "after the threads");
+	free(seen);
+	conn_fini(&c);
+	conn_fini(&s);
+	buf_fini(&sendb);
+	buf_fini(&recvb);
+	env_fini(&e);
+}
+END_TEST
+
+/* ============================================================ suite */
+
+Suite *suite_loopback(void)
+{
+	Suite *s = suite_create("loopback");
+	TCase *tc;
+
+	tc = tcase_create("ops");
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_ops_matrix, 0, 8);
+	tcase_add_loop_test(tc, test_ops_64m, 0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("notify");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_solicited_notify);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("srq");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_srq_16);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("terminate");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_invalidate_refused, 0, 3);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("scale");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_256_qps);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("close");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_close_outstanding, 0, 2);
+	tcase_add_test(tc, test_close_graceful_server);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("event_base");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_app_event_base);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cm");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_cm_rejected);
+	tcase_add_test(tc, test_cm_unreachable);
+	tcase_add_test(tc, test_cm_mpa_timeout);
+	tcase_add_loop_test(tc, test_cm_private_data, 0, 4);
+	tcase_add_test(tc, test_cm_rev1);
+	tcase_add_test(tc, test_cm_rtr_read);
+	tcase_add_test(tc, test_cm_rtr_send);
+	tcase_add_test(tc, test_cm_markers_refused);
+	tcase_add_loop_test(tc, test_cm_rtr_force, 0, 2);
+	tcase_add_test(tc, test_cm_ird_ord);
+	tcase_add_test(tc, test_cm_ord1_reads);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("threads");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_threads_own_qps);
+	tcase_add_test(tc, test_threads_shared_qp);
+	suite_add_tcase(s, tc);
+	return s;
+}
