@@ -236,11 +236,20 @@ static int tx_drive(struct iw_cm_id_int *id)
 	return 0;
 }
 
+/* The QP's state, read under its lock from an application thread. */
+static bool qp_in_err(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	bool err = qp->state == IW_QPS_ERR;
+	pthread_mutex_unlock(&qp->lock);
+	return err;
+}
+
 void iw_cm_conn_tx(struct iw_cm_id_int *id)
 {
 	/* A full socket (arm EV_WRITE), an error, or a QP in ERR (close):
 	 * the loop thread acts on it. */
-	if (tx_drive(id) || (id->qp && id->qp->state == IW_QPS_ERR))
+	if (tx_drive(id) || (id->qp && qp_in_err(id->qp)))
 		iw_cm_want_work(id);
 }
 

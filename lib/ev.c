@@ -26,7 +26,7 @@ struct iw_ev {
 	bool own;              /* base and thread are ours */
 	pthread_t thread;
 	bool thread_running;
-	pthread_t loop_tid;
+	pthread_t loop_tid;    /* any thread reads it: atomic accesses only */
 	pthread_mutex_t big;   /* the CM lock */
 	pthread_mutex_t qlock; /* cmds and stop */
 	pthread_cond_t qcond;
@@ -38,6 +38,15 @@ struct iw_ev {
 	unsigned char bounce[BOUNCE_LEN];
 };
 
+/* The loop thread's id is rewritten by every callback while other threads
+ * ask iw_ev_on_loop: relaxed atomic accesses (a thread only ever compares
+ * it with itself, so no ordering is needed, but a plain access is a data
+ * race). */
+static void set_loop_tid(struct iw_ev *ev, pthread_t t)
+{
+	__atomic_store_n(&ev->loop_tid, t, __ATOMIC_RELAXED);
+}
+
 struct event_base *iw_ev_base(struct iw_context *ctx)
 {
 	return ctx->ev->base;
@@ -45,7 +54,8 @@ struct event_base *iw_ev_base(struct iw_context *ctx)
 
 bool iw_ev_on_loop(struct iw_context *ctx)
 {
-	return pthread_equal(pthread_self(), ctx->ev->loop_tid);
+	pthread_t t = __atomic_load_n(&ctx->ev->loop_tid, __ATOMIC_RELAXED);
+	return pthread_equal(pthread_self(), t);
 }
 
 void iw_ev_lock(struct iw_context *ctx)
@@ -60,7 +70,7 @@ void iw_ev_unlock(struct iw_context *ctx)
 
 void iw_ev_enter(struct iw_context *ctx)
 {
-	ctx->ev->loop_tid = pthread_self();
+	set_loop_tid(ctx->ev, pthread_self());
 	pthread_mutex_lock(&ctx->ev->big);
 }
 
@@ -114,7 +124,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return;
-	ev->loop_tid = pthread_self();
+	set_loop_tid(ev, pthread_self());
 	pthread_mutex_lock(&ev->big);
 	run_cmds(ev);
 	iw_cm_loop_work(ctx);
@@ -169,7 +179,7 @@ static int start_thread(struct iw_context *ctx)
 	if (rc)
 		return rc;
 	ev->thread_running = true;
-	ev->loop_tid = ev->thread;
+	set_loop_tid(ev, ev->thread);
 	return 0;
 }
 
@@ -196,7 +206,7 @@ int iw_ev_init(struct iw_context *ctx, struct event_base *base)
 	pthread_mutex_init(&ev->qlock, NULL);
 	pthread_cond_init(&ev->qcond, NULL);
 	ev->cmd_tail = &ev->cmds;
-	ev->loop_tid = pthread_self();
+	set_loop_tid(ev, pthread_self());
 	ev->own = base == NULL;
 	ev->base = base ? base : event_base_new();
 	ev->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -56,16 +56,20 @@ static int qp_alloc_rings(struct iw_qp *qp)
 {
 	qp->sq_size = ring_size(qp->cap.max_send_wr);
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	if (!qp->sq || iw_wqe_sges_alloc(&qp->sq_sges, qp->sq_size, qp->cap.max_send_sge))
+		return ENOMEM;
+	for (uint32_t i = 0; i < qp->sq_size; i++)
+		iw_swqe_bind(&qp->sq[i], &qp->sq_sges, i, qp->cap.max_send_sge);
 	if (!qp->srq) {
 		qp->rq_size = ring_size(qp->cap.max_recv_wr);
 		qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+		if (!qp->rq || iw_wqe_sges_alloc(&qp->rq_sges, qp->rq_size, qp->cap.max_recv_sge))
+			return ENOMEM;
+		for (uint32_t i = 0; i < qp->rq_size; i++)
+			iw_rwqe_bind(&qp->rq[i], &qp->rq_sges, i, qp->cap.max_recv_sge);
 	}
-	qp->orq_size = IW_MAX_ORD_IRD;
-	qp->orq = calloc(qp->orq_size, sizeof(*qp->orq));
-	qp->irq_size = IW_MAX_ORD_IRD;
-	qp->irq = calloc(qp->irq_size, sizeof(*qp->irq));
-	if (!qp->sq || (!qp->srq && !qp->rq) || !qp->orq || !qp->irq)
-		return ENOMEM;
+	/* The ORQ and IRQ are sized when the connection negotiates ORD and
+	 * IRD (iw_qp_start): most of IW_MAX_ORD_IRD would sit unused. */
 	return 0;
 }
 
@@ -73,6 +77,8 @@ static void qp_free(struct iw_qp *qp)
 {
 	free(qp->sq);
 	free(qp->rq);
+	iw_wqe_sges_free(&qp->sq_sges);
+	iw_wqe_sges_free(&qp->rq_sges);
 	free(qp->orq);
 	free(qp->irq);
 	free(qp->txq);
@@ -512,6 +518,29 @@ unsigned iw_qp_take_events(struct iw_qp *qp)
 /* The CM finished MPA: the QP is in RTS with the negotiated parameters.
  * Each direction's FPDU stream starts at offset 0 right after the MPA
  * frames, and every untagged queue's MSN starts at 1 (RFC 5041). */
+/* Size the ORQ and IRQ for the negotiated ORD and IRD (both empty now).
+ * Out of memory leaves the depth at 0: Reads then wait (ORD) or are
+ * refused with a TERMINATE (IRD) instead of overrunning anything. */
+static void size_rd_queues(struct iw_qp *qp)
+{
+	uint32_t n = ring_size(qp->conn.ird ? qp->conn.ird : 1);
+	if (qp->irq_size < n) {
+		free(qp->irq);
+		qp->irq = calloc(n, sizeof(*qp->irq));
+		qp->irq_size = qp->irq ? n : 0;
+	}
+	n = ring_size(qp->conn.ord ? qp->conn.ord : 1);
+	if (qp->orq_size < n) {
+		free(qp->orq);
+		qp->orq = calloc(n, sizeof(*qp->orq));
+		qp->orq_size = qp->orq ? n : 0;
+	}
+	if (qp->conn.ird > qp->irq_size)
+		qp->conn.ird = (uint16_t)qp->irq_size;
+	if (qp->conn.ord > qp->orq_size)
+		qp->conn.ord = (uint16_t)qp->orq_size;
+}
+
 void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 {
 	pthread_mutex_lock(&qp->lock);
@@ -520,6 +549,7 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 		qp->conn.ird = IW_MAX_ORD_IRD;
 	if (qp->conn.ord > IW_MAX_ORD_IRD)
 		qp->conn.ord = IW_MAX_ORD_IRD;
+	size_rd_queues(qp);
 	qp->connected = true;
 	qp->terminated = false;
 	qp->state = IW_QPS_RTS;

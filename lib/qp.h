@@ -39,9 +39,11 @@ struct iw_swqe {
 	unsigned flags;      /* IW_SEND_* */
 	bool signaled;
 	uint32_t num_sge;
-	struct iw_sge sge[IW_MAX_SGE];
-	uint8_t *sge_ptr[IW_MAX_SGE];      /* host pointers from the lkey checks */
-	struct iw_mr_int *sge_mr[IW_MAX_SGE]; /* references held until completion */
+	/* Out of line, max_send_sge entries each (iw_wqe_sges): an idle QP
+	 * pays for the SGEs it asked for, not for IW_MAX_SGE. */
+	struct iw_sge *sge;
+	uint8_t **sge_ptr;           /* host pointers from the lkey checks */
+	struct iw_mr_int **sge_mr;   /* references held until completion */
 	uint8_t *inline_buf; /* IW_SEND_INLINE: a private copy */
 	uint64_t len;        /* total payload length */
 	uint32_t imm_or_inv; /* imm_data (network order) or invalidate_rkey */
@@ -62,15 +64,39 @@ struct iw_swqe {
 	uint32_t vendor_err;
 };
 
-/* A receive WQE (RQ or SRQ). */
+/* A receive WQE (RQ or SRQ); SGE arrays out of line as for send WQEs. */
 struct iw_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
-	struct iw_sge sge[IW_MAX_SGE];
-	uint8_t *sge_ptr[IW_MAX_SGE];
-	struct iw_mr_int *sge_mr[IW_MAX_SGE];
+	struct iw_sge *sge;
+	uint8_t **sge_ptr;
+	struct iw_mr_int **sge_mr;
 	uint64_t len;
 };
+
+/* A receive WQE with room for any number of SGEs: the one a QP is filling,
+ * moved out of its ring (or SRQ) so the slot can be reused at once. */
+struct iw_rwqe_buf {
+	struct iw_rwqe w;
+	struct iw_sge sge[IW_MAX_SGE];
+	uint8_t *ptr[IW_MAX_SGE];
+	struct iw_mr_int *mr[IW_MAX_SGE];
+};
+
+/* The SGE storage behind a ring of n WQEs of max_sge SGEs each. */
+struct iw_wqe_sges {
+	struct iw_sge *sge;
+	uint8_t **ptr;
+	struct iw_mr_int **mr;
+};
+int iw_wqe_sges_alloc(struct iw_wqe_sges *st, uint32_t n, uint32_t max_sge);
+void iw_wqe_sges_free(struct iw_wqe_sges *st);
+/* Point WQE i of a ring at its slice of st. */
+void iw_swqe_bind(struct iw_swqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge);
+void iw_rwqe_bind(struct iw_rwqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge);
+/* Move src into dst (dst owns the MR references afterwards; src is left
+ * empty). */
+void iw_rwqe_move(struct iw_rwqe_buf *dst, struct iw_rwqe *src);
 
 /* An RDMA Read Response we owe the peer (IRQ entry). */
 struct iw_irqe {
@@ -156,6 +182,7 @@ struct iw_qp {
 
 	/* send queue ring: [sq_head, sq_tail) posted, [sq_head, sq_next) started */
 	struct iw_swqe *sq;
+	struct iw_wqe_sges sq_sges, rq_sges;
 	uint32_t sq_size, sq_head, sq_tail, sq_next;
 	/* receive queue ring */
 	struct iw_rwqe *rq;
@@ -198,7 +225,7 @@ struct iw_qp {
 		struct iw_rwqe *rwqe; /* untagged Send being received (&wqe) */
 		/* The receive WQE being filled, moved out of the RQ or SRQ ring
 		 * so that its slot can take a new post at once. */
-		struct iw_rwqe wqe;
+		struct iw_rwqe_buf wqe;
 		bool have_rwqe;
 		uint64_t msg_len;     /* untagged: octets placed by the message so far */
 		bool skip;            /* zero-length / ignored payload */

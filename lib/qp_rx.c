@@ -44,10 +44,10 @@ static uint16_t take_rwqe(struct iw_qp *qp)
 	} else {
 		if (qp->rq_head == qp->rq_tail)
 			return IW_TERM_DDP_U_NO_BUF;
-		qp->in.wqe = qp->rq[qp->rq_head % qp->rq_size];
+		iw_rwqe_move(&qp->in.wqe, &qp->rq[qp->rq_head % qp->rq_size]);
 		qp->rq_head++;
 	}
-	qp->in.rwqe = &qp->in.wqe;
+	qp->in.rwqe = &qp->in.wqe.w;
 	qp->in.have_rwqe = true;
 	qp->in.msg_len = 0;
 	return 0;

@@ -97,14 +97,13 @@ IW_EXPORT int iw_post_srq_recv(struct iw_srq *srq, struct iw_recv_wr *wr,
 	return rc;
 }
 
-bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe *out)
+bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe_buf *out)
 {
 	bool fire = false, got = false;
 
 	pthread_mutex_lock(&srq->lock);
 	if (srq->count) {
-		*out = srq->ring[srq->head];
-		memset(&srq->ring[srq->head], 0, sizeof(srq->ring[0]));
+		iw_rwqe_move(out, &srq->ring[srq->head]);
 		srq->head = (srq->head + 1) % srq->size;
 		srq->count--;
 		got = true;

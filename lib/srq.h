@@ -21,6 +21,7 @@ struct iw_srq {
 	void *srq_context;
 	pthread_mutex_t lock;
 	struct iw_rwqe *ring;
+	struct iw_wqe_sges sges;
 	uint32_t size, head, count;
 	uint32_t max_sge;
 	uint32_t limit;  /* 0: disarmed */
@@ -28,6 +29,6 @@ struct iw_srq {
 };
 
 /* Take the oldest WQE into *out. false when the SRQ is empty. */
-bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe *out);
+bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe_buf *out);
 
 #endif

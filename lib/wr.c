@@ -43,9 +43,9 @@ int iw_rwqe_fill(struct iw_rwqe *w, struct iw_context *ctx, struct iw_pd *pd,
 {
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge || (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
 	w->num_sge = (uint32_t)wr->num_sge;
+	w->len = 0;
 	if (w->num_sge)
 		memcpy(w->sge, wr->sg_list, w->num_sge * sizeof(w->sge[0]));
 	int rc = check_sges(ctx, pd, w->sge, w->num_sge, IW_MEM_LOCAL_WRITE, w->sge_ptr, w->sge_mr);
@@ -156,11 +156,20 @@ static int fill_by_opcode(struct iw_swqe *w, struct iw_qp *qp, const struct iw_s
 
 int iw_swqe_fill(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *wr)
 {
-	if (wr->num_sge < 0 || wr->num_sge > IW_MAX_SGE || (wr->num_sge && !wr->sg_list))
+	/* The WQE's SGE slice holds max_send_sge entries. */
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ||
+	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
 	if (op_rfc7306(wr->opcode) && !(qp->create_flags & IW_QP_CREATE_RFC7306))
 		return EINVAL;
+	/* Reset everything but the out-of-line SGE arrays. */
+	struct iw_sge *sge = w->sge;
+	uint8_t **ptr = w->sge_ptr;
+	struct iw_mr_int **mr = w->sge_mr;
 	memset(w, 0, sizeof(*w));
+	w->sge = sge;
+	w->sge_ptr = ptr;
+	w->sge_mr = mr;
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
 	w->flags = wr->send_flags;
@@ -251,4 +260,60 @@ int iw_swqe_gather(const struct iw_swqe *w, uint64_t off, uint64_t n, struct iov
 		n -= take;
 	}
 	return cnt;
+}
+
+/* ------------------------------------------------------------ SGE storage */
+
+int iw_wqe_sges_alloc(struct iw_wqe_sges *st, uint32_t n, uint32_t max_sge)
+{
+	size_t k = (size_t)n * max_sge;
+	st->sge = calloc(k, sizeof(*st->sge));
+	st->ptr = calloc(k, sizeof(*st->ptr));
+	st->mr = calloc(k, sizeof(*st->mr));
+	if (!st->sge || !st->ptr || !st->mr) {
+		iw_wqe_sges_free(st);
+		return ENOMEM;
+	}
+	return 0;
+}
+
+void iw_wqe_sges_free(struct iw_wqe_sges *st)
+{
+	free(st->sge);
+	free(st->ptr);
+	free(st->mr);
+	st->sge = NULL;
+	st->ptr = NULL;
+	st->mr = NULL;
+}
+
+void iw_swqe_bind(struct iw_swqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge)
+{
+	w->sge = st->sge + (size_t)i * max_sge;
+	w->sge_ptr = st->ptr + (size_t)i * max_sge;
+	w->sge_mr = st->mr + (size_t)i * max_sge;
+}
+
+void iw_rwqe_bind(struct iw_rwqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge)
+{
+	w->sge = st->sge + (size_t)i * max_sge;
+	w->sge_ptr = st->ptr + (size_t)i * max_sge;
+	w->sge_mr = st->mr + (size_t)i * max_sge;
+}
+
+void iw_rwqe_move(struct iw_rwqe_buf *dst, struct iw_rwqe *src)
+{
+	dst->w.wr_id = src->wr_id;
+	dst->w.num_sge = src->num_sge;
+	dst->w.len = src->len;
+	dst->w.sge = dst->sge;
+	dst->w.sge_ptr = dst->ptr;
+	dst->w.sge_mr = dst->mr;
+	for (uint32_t i = 0; i < src->num_sge; i++) {
+		dst->sge[i] = src->sge[i];
+		dst->ptr[i] = src->sge_ptr[i];
+		dst->mr[i] = src->sge_mr[i];
+		src->sge_mr[i] = NULL;
+	}
+	src->num_sge = 0;
 }
