@@ -3,7 +3,8 @@
 # The main job's demo (make demo, from the build directory): libiwarp's wire
 # codecs build an MPA exchange and FPDUs of every kind, written as a pcap
 # with synthetic TCP/IP headers; Wireshark's dissectors decode it (when
-# tshark is installed); then the codec benchmark runs briefly.
+# tshark is installed); the codec benchmark runs briefly; the example pair
+# runs the classic flow; iwarp-perf compares RDMA bandwidth with raw TCP.
 set -eu
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 out=${IW_DEMO_DIR:-${TMPDIR:-/tmp}/libiwarp-demo}
@@ -29,3 +30,19 @@ fi
 
 echo "== 3. codec throughput (CRC32c via ISA-L's crc32_iscsi)"
 tools/iwarp-codec-bench --sizes 4096,65000 --seconds 0.1
+
+echo "== 4. the classic flow over 127.0.0.1: examples/example_server + examples/example_client"
+port=$((20000 + $$ % 20000))
+examples/example_server -p "$port" -S 1048576 >"$out/server.log" 2>&1 &
+srv=$!
+trap 'kill $srv 2>/dev/null || true' EXIT
+sleep 0.3
+examples/example_client -p "$port" -S 1048576 | sed 's/^/   /'
+wait $srv && sed 's/^/   /' "$out/server.log"
+
+echo "== 5. RDMA WRITE, READ and SEND bandwidth, 64 KiB messages, beside raw TCP (iwarp-perf --tcp)"
+for t in write read send; do
+	tools/iwarp-perf --test $t -s 65536 -D 1 --tcp | sed "s/^/   $t /"
+done
+echo "   heap per idle connection:"
+tools/iwarp-perf --idle 100 | sed 's/^/   /'
