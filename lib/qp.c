@@ -232,7 +232,14 @@ static int modify_locked(struct iw_qp *qp, struct iw_qp_attr *attr, int mask)
 			return EBUSY; /* disconnect first */
 		reset_locked(qp);
 	}
+	bool to_sqd = attr->qp_state == IW_QPS_SQD && qp->state != IW_QPS_SQD;
 	qp->state = attr->qp_state;
+	if (to_sqd) {
+		qp->sqd_pending = true;
+		iw_qp_check_drained_locked(qp);
+	} else if (attr->qp_state == IW_QPS_RTS) {
+		qp->events |= IW_QPE_TX; /* back from SQD: resume sending */
+	}
 	return 0;
 }
 
@@ -246,7 +253,7 @@ IW_EXPORT int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_m
 	pthread_mutex_lock(&qp->lock);
 	int rc = modify_locked(qp, attr, attr_mask);
 	pthread_mutex_unlock(&qp->lock);
-	if (!rc && qp->wake && (qp->events & IW_QPE_ERROR))
+	if (!rc && qp->wake && (qp->events & (IW_QPE_ERROR | IW_QPE_TX)))
 		qp->wake(qp);
 	return rc;
 }
@@ -325,6 +332,20 @@ void iw_qp_complete_sq_locked(struct iw_qp *qp)
 		complete_swqe(qp, w);
 		qp->sq_head++;
 	}
+	iw_qp_check_drained_locked(qp);
+}
+
+/* SQD reached its point: every WQE started before the transition is
+ * complete and nothing is half sent. Raised once per transition. */
+void iw_qp_check_drained_locked(struct iw_qp *qp)
+{
+	if (qp->state != IW_QPS_SQD || !qp->sqd_pending || qp->tx_cur != IW_TX_NONE ||
+	    qp->sq_head != qp->sq_next)
+		return;
+	qp->sqd_pending = false;
+	struct iw_async_event ev = {.event_type = IW_EVENT_SQ_DRAINED};
+	ev.element.qp = qp;
+	iw_async_raise(qp->context, &ev);
 }
 
 static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w)
@@ -417,6 +438,12 @@ void iw_qp_set_error_locked(struct iw_qp *qp)
 		iw_qp_flush_locked(qp);
 	else
 		iw_qp_flush_rq_locked(qp);
+	if (qp->srq) {
+		/* verbs: the application may now reclaim what it shared. */
+		struct iw_async_event ev = {.event_type = IW_EVENT_QP_LAST_WQE_REACHED};
+		ev.element.qp = qp;
+		iw_async_raise(qp->context, &ev);
+	}
 }
 
 /* ------------------------------------------------------------ posting */

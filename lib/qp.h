@@ -216,6 +216,7 @@ struct iw_qp {
 	 * and drops the MR reference) waits for the glue's next engine call. */
 	bool rx_direct_busy;
 	bool flush_pending;   /* ERR reached with octets still queued */
+	bool sqd_pending;     /* SQD entered, SQ_DRAINED not raised yet */
 
 	/* inbound message in progress */
 	struct {
@@ -270,6 +271,7 @@ void iw_qp_terminate_locked(struct iw_qp *qp, uint16_t term, const struct iw_ddp
 /* Internal helpers shared by the engine files. */
 void iw_qp_sq_progress_locked(struct iw_qp *qp);
 void iw_qp_complete_sq_locked(struct iw_qp *qp);
+void iw_qp_check_drained_locked(struct iw_qp *qp);
 void iw_qp_flush_locked(struct iw_qp *qp);
 /* The receive side only (deferred while rx_direct_busy). */
 void iw_qp_flush_rq_locked(struct iw_qp *qp);

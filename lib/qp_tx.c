@@ -429,11 +429,14 @@ static int emit_one(struct iw_qp *qp)
 		return emit_rtr(qp);
 	if (qp->rtr_read_resp)
 		return emit_rtr_read_resp(qp);
-	if (qp->rtr_wait || qp->state != IW_QPS_RTS)
+	bool sqd = qp->state == IW_QPS_SQD;
+	if (qp->rtr_wait || (qp->state != IW_QPS_RTS && !sqd))
 		return -EAGAIN;
+	/* In SQD the responder side goes on (Read Responses are owed) and a
+	 * message already begun is finished; no new WQE starts. */
 	if (qp->tx_cur == IW_TX_IRQ || (qp->tx_cur == IW_TX_NONE && qp->irq_cnt))
 		return emit_irq(qp);
-	if (qp->sq_next != qp->sq_tail)
+	if (qp->sq_next != qp->sq_tail && (!sqd || qp->tx_cur == IW_TX_SQ))
 		return emit_sq(qp);
 	return -EAGAIN;
 }

@@ -23,11 +23,14 @@ IW_EXPORT struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr
 		return NULL;
 	}
 	srq->ring = calloc(attr->attr.max_wr, sizeof(*srq->ring));
-	if (!srq->ring) {
+	if (!srq->ring || iw_wqe_sges_alloc(&srq->sges, attr->attr.max_wr, attr->attr.max_sge)) {
+		free(srq->ring);
 		free(srq);
 		errno = ENOMEM;
 		return NULL;
 	}
+	for (uint32_t i = 0; i < attr->attr.max_wr; i++)
+		iw_rwqe_bind(&srq->ring[i], &srq->sges, i, attr->attr.max_sge);
 	srq->context = pd->context;
 	srq->pd = pd;
 	srq->srq_context = attr->srq_context;
@@ -68,6 +71,7 @@ IW_EXPORT int iw_destroy_srq(struct iw_srq *srq)
 	/* A queued SRQ_LIMIT_REACHED must not name a freed SRQ. */
 	iw_async_forget(srq->context, srq);
 	pthread_mutex_destroy(&srq->lock);
+	iw_wqe_sges_free(&srq->sges);
 	free(srq->ring);
 	free(srq);
 	return 0;

@@ -120,9 +120,9 @@ enum iw_event_type {
 	IW_EVENT_QP_REQ_ERR,         /* peer's request violated the protocol: we sent TERMINATE */
 	IW_EVENT_QP_ACCESS_ERR,      /* remote access error: we sent TERMINATE */
 	IW_EVENT_QP_TERMINATE,       /* peer sent TERMINATE: see term */
-	IW_EVENT_QP_LAST_WQE_REACHED, /* reserved (verbs shape; never raised) */
+	IW_EVENT_QP_LAST_WQE_REACHED, /* a QP on an SRQ entered ERR: it takes no more SRQ WQEs */
 	IW_EVENT_SRQ_LIMIT_REACHED,
-	IW_EVENT_SQ_DRAINED,         /* reserved (verbs shape; never raised) */
+	IW_EVENT_SQ_DRAINED,         /* SQD reached: WQEs begun before it are complete */
 };
 /*
  * Name an asynchronous event type, e.g. "QP terminated by peer". Thread
