@@ -2714,7 +2714,7 @@ START_TEST(test_destroy_forgets_events)
 	ck_assert_ptr_nonnull(srq);
 	struct iw_recv_wr rw = {.wr_id = 1};
 	ck_assert_int_eq(iw_post_srq_recv(srq, &rw, NULL), 0);
-	struct iw_rwqe out;
+	struct iw_rwqe_buf out;
 	ck_assert(iw_srq_take(srq, &out)); /* 0 left < 2: the limit event */
 	ck_assert_int_eq(iw_destroy_srq(srq), 0);
 	ck_assert_int_eq(iw_get_async_event(f.w.ctx, &ev), EAGAIN);
