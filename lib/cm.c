@@ -513,15 +513,16 @@ static int do_accept(void *arg)
 	struct iw_cm_id_int *id = a->id;
 	if (!id->qp || id->state != IW_CS_CONNREQ)
 		return EINVAL;
-	/* The listener's options were copied at accept; a param may override
-	 * the IRD/ORD and private data, not the negotiation already begun. */
-	struct iw_mpa_opts keep = id->opts;
+	/* The id starts with the listener's options; iw_cm_set_mpa_opts on
+	 * the new id or param->mpa may change the responder's choices (RTR,
+	 * CRC, markers, private data cap) up to this point: the Reply is
+	 * built from them now. */
 	int rc = take_param(id, a->param);
-	id->opts = keep;
 	if (rc)
 		return rc;
 	if (!a->param)
 		id->ird = id->ord = 1;
+	id->hs->opts = id->opts;
 	return iw_cm_conn_accept(id);
 }
 

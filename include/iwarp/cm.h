@@ -128,7 +128,7 @@ struct iw_conn_param {
 	uint8_t responder_resources; /* IRD: Read Requests we serve at once */
 	uint8_t initiator_depth;     /* ORD: Read Requests we keep outstanding */
 	uint32_t connect_timeout_ms; /* TCP connect deadline (0: 10 s) */
-	const struct iw_mpa_opts *mpa; /* connect: replaces the id's options (NULL: keep); accept: unused */
+	const struct iw_mpa_opts *mpa; /* replaces the id's options (NULL: keep) */
 };
 
 /* What a CONNECT_REQUEST, ESTABLISHED or REJECTED event carries. The
@@ -193,10 +193,10 @@ int iw_cm_destroy_id(struct iw_cm_id *id);
  * Set an id's MPA options: copied, and used from its next iw_cm_connect or,
  * on a listening id, for the connections TCP accepts from now on: an
  * incoming connection's id copies its listener's options when it is
- * accepted, and those drive its Reply; changing them on that id later has
- * no effect on the negotiation. Only rev and pd_cap are checked here; the
- * rest is checked when the Request or Reply is built. Not synchronised with
- * the loop: call it before iw_cm_connect or iw_cm_listen.
+ * accepted; setting them on that id before iw_cm_accept changes the
+ * responder's choices in its Reply. Only rev and pd_cap are checked here;
+ * the rest is checked when the Request or Reply is built. Not synchronised
+ * with the loop: call it before iw_cm_connect, iw_cm_listen or iw_cm_accept.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -294,8 +294,9 @@ int iw_cm_connect(struct iw_cm_id *id, const struct sockaddr *dst,
  * Accept a connection request: on the id of a CONNECT_REQUEST (event->id),
  * which needs a QP, send the MPA Reply with param's private data (copied)
  * and IRD/ORD (responder_resources, initiator_depth; 1 and 1 without
- * param). The negotiation follows the options the id copied from its
- * listener; param->mpa and connect_timeout_ms are not used. ESTABLISHED
+ * param). The negotiation follows the id's options (copied from its
+ * listener, or set since with iw_cm_set_mpa_opts), replaced by param->mpa
+ * when given; connect_timeout_ms is not used. ESTABLISHED
  * follows once the Reply is written, or with peer-to-peer mode once the
  * initiator's RTR has arrived. If the Request cannot be satisfied (no
  * common RTR, markers refused), a Reject goes out instead and CONNECT_ERROR
