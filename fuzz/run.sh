@@ -4,15 +4,17 @@
 # usage: fuzz/run.sh [SECONDS]     (from the build directory; `make fuzz-run`)
 #
 # Runs every libFuzzer target that `make fuzz` built for SECONDS each
-# (default 60), seeded from the vector files. Corpora, logs and crash
-# artifacts go to fuzz/ under the build directory: they are build output.
+# (default 60), seeded from the vector files (fuzz_qp_rx also from the
+# conversations fuzz/seed_qp.py writes against its memory layout). Corpora,
+# logs and crash artifacts go to fuzz/ under the build directory: they are
+# build output.
 # Exits non-zero if a target crashed or could not run.
 set -u
 
 secs=${1:-60}
 case $secs in '' | *[!0-9]*) echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
-targets="fuzz_mpa_frame fuzz_fpdu_rx"
+targets="fuzz_mpa_frame fuzz_fpdu_rx fuzz_qp_rx"
 
 # Vector files: $IW_VECTOR_DIR, else the tree's rfc-vectors/, else the
 # shared reference set the tree's files were copied from.
@@ -26,6 +28,9 @@ if ls "$vecdir"/*.iwv >/dev/null 2>&1; then
 else
 	echo "run.sh: warning: no *.iwv vectors found; starting from empty corpora" >&2
 fi
+# Its conversations need no vector file; the vectors are added when found.
+python3 "$srcdir/fuzz/seed_qp.py" fuzz $(ls "$vecdir"/*.iwv 2>/dev/null) ||
+	echo "run.sh: warning: fuzz_qp_rx got no seeds" >&2
 
 status=0
 for t in $targets; do

@@ -344,12 +344,25 @@ IW_EXPORT int iw_cm_destroy_id(struct iw_cm_id *id)
 	return iw_ev_call(id->context, do_destroy, iw_cm_id_int(id));
 }
 
+struct opts_args {
+	struct iw_cm_id_int *id;
+	const struct iw_mpa_opts *opts;
+};
+
+static int do_set_opts(void *arg)
+{
+	struct opts_args *a = arg;
+	a->id->opts = *a->opts;
+	return 0;
+}
+
+/* On the loop thread, like every other change to an id. */
 IW_EXPORT int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts)
 {
 	if (!id || !opts || (opts->rev != 1 && opts->rev != 2) || opts->pd_cap > IW_MPA_PD_MAX)
 		return EINVAL;
-	iw_cm_id_int(id)->opts = *opts;
-	return 0;
+	struct opts_args a = {iw_cm_id_int(id), opts};
+	return iw_ev_call(id->context, do_set_opts, &a);
 }
 
 struct addr_args {

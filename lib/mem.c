@@ -356,6 +356,17 @@ void iw_mem_put(struct iw_mr_int *mr)
 		atomic_fetch_sub(&mr->busy, 1);
 }
 
+void iw_mem_hold(struct iw_mr_int *mr)
+{
+	struct iw_mem_table *t = &mr->pub.context->mem;
+
+	/* Under the lock like a check's reference: iw_dereg_mr reads busy
+	 * under it. */
+	pthread_mutex_lock(&t->lock);
+	atomic_fetch_add(&mr->busy, 1);
+	pthread_mutex_unlock(&t->lock);
+}
+
 /* ------------------------------------------------------- invalidate, REG_MR */
 
 /* Why an invalidation is refused, or 0. Called locked. */

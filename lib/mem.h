@@ -109,6 +109,10 @@ int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const str
 /* Drop a reference taken by a check (NULL is ignored). */
 void iw_mem_put(struct iw_mr_int *mr);
 
+/* Take a reference on mr itself, as a REG_MR work request does for the MR
+ * it will register: deregistration is refused until iw_mem_put. */
+void iw_mem_hold(struct iw_mr_int *mr);
+
 /* Invalidate stag under pd. remote: by a peer's Send with Invalidate (the
  * MR must allow remote access), else a LOCAL_INV WR. Only fast-reg MRs
  * (iw_alloc_mr) can be invalidated; an already invalid one succeeds again.

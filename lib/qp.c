@@ -568,6 +568,14 @@ static void size_rd_queues(struct iw_qp *qp)
 		qp->conn.ord = (uint16_t)qp->orq_size;
 }
 
+#ifdef IW_FUZZING
+/* Fuzzing builds only (-DIW_FUZZING, never the library): see qp.h. */
+unsigned iw_fuzz_qp_rx_flags = IW_RX_SKIP_CRC;
+#define IW_QP_RX_FLAGS iw_fuzz_qp_rx_flags
+#else
+#define IW_QP_RX_FLAGS 0
+#endif
+
 void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 {
 	pthread_mutex_lock(&qp->lock);
@@ -581,7 +589,7 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 	qp->terminated = false;
 	qp->state = IW_QPS_RTS;
 	iw_fpdu_tx_init(&qp->ftx, c->crc, c->markers_tx, 0);
-	iw_fpdu_rx_init(&qp->frx, c->crc, c->markers_rx, 0, 0, 0);
+	iw_fpdu_rx_init(&qp->frx, c->crc, c->markers_rx, 0, 0, IW_QP_RX_FLAGS);
 	for (int i = 0; i < 4; i++)
 		qp->tx_msn[i] = qp->rx_msn[i] = 1;
 	qp->rtr_pending = c->p2p && c->initiator;

@@ -247,6 +247,12 @@ struct iw_qp {
 /* Engine entry points (lib/qp_*.c). All take qp->lock themselves unless
  * named _locked. */
 void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c);
+#ifdef IW_FUZZING
+/* Fuzzing builds only: the iw_fpdu_rx_init flags iw_qp_start gives a QP's
+ * receive decoder (IW_RX_SKIP_CRC unless the target clears it), so that
+ * mutated inputs get past the CRC. fuzz/fuzz_qp_rx.c sets it per input. */
+extern unsigned iw_fuzz_qp_rx_flags;
+#endif
 int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed);
 /* Direct placement: up to the returned number of payload octets may be
  * received straight to *dst, then reported with iw_qp_rx_direct_done. The

@@ -222,7 +222,9 @@ static int emit_irq(struct iw_qp *qp)
 		/* A zero-length response never carries STag 0 (interop.md). */
 		uint32_t stag = e->sink_stag || e->len ? e->sink_stag : IW_RTR_STAG;
 		size_t n = hdr_tagged(h, IW_OP_READ_RESP, last, stag, e->sink_to + e->sent);
-		struct iovec pay = {.iov_base = e->src + e->sent, .iov_len = chunk};
+		/* A zero-length Read has no source (src NULL): no pointer
+		 * arithmetic on it. */
+		struct iovec pay = {.iov_base = chunk ? e->src + e->sent : NULL, .iov_len = chunk};
 		rc = txq_fpdu(qp, h, n, &pay, chunk ? 1 : 0);
 	}
 	if (rc)

@@ -141,7 +141,10 @@ static int fill_by_opcode(struct iw_swqe *w, struct iw_qp *qp, const struct iw_s
 		if (!wr->reg.mr)
 			return EINVAL;
 		w->num_sge = 0;
+		/* Held until the WR completes: the MR must not be freed
+		 * before the WR registers it (iw_swqe_release drops it). */
 		w->reg_mr = iw_mr_int(wr->reg.mr);
+		iw_mem_hold(w->reg_mr);
 		w->reg_key = wr->reg.key;
 		w->reg_access = wr->reg.access;
 		w->reg_iova = wr->reg.iova;
@@ -192,6 +195,10 @@ int iw_swqe_fill(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *w
 
 void iw_swqe_release(struct iw_swqe *w)
 {
+	if (w->reg_mr) {
+		iw_mem_put(w->reg_mr);
+		w->reg_mr = NULL;
+	}
 	if (w->inline_buf) {
 		free(w->inline_buf);
 		w->inline_buf = NULL;

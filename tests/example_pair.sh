@@ -82,10 +82,11 @@ for size in 1 65536 1048576; do
 	start_server "$size"
 	$TO "$CLI" -p "$PORT" -S "$size" >"$TMP/client.out" 2>&1
 	crc=$?
+	# A failed client: the server is killed by cleanup, not waited for.
+	[ $crc -eq 0 ] || fail "client -S $size exited with $crc"
 	wait "$SPID"
 	src=$?
 	SPID=
-	[ $crc -eq 0 ] || fail "client -S $size exited with $crc"
 	[ $src -eq 0 ] || fail "server -S $size exited with $src"
 	grep -q "source and destination buffers match ($size bytes)" "$TMP/client.out" ||
 		fail "client -S $size: no match line"

@@ -1352,6 +1352,40 @@ START_TEST(test_local_wr_error)
 }
 END_TEST
 
+/* A REG_MR work request holds its MR until it completes: deregistering
+ * the MR while the WR waits is refused, and the flush of a WR that never
+ * ran lets go (the WR used to hold a bare pointer, so the MR could be
+ * freed under it and registered afterwards: found by fuzz_qp_rx). */
+START_TEST(test_reg_mr_holds_mr)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct iw_mr *fr = iw_alloc_mr(w.pd, 1);
+	struct iw_mr *fr2 = iw_alloc_mr(w.pd, 1);
+	ck_assert_ptr_nonnull(fr);
+	ck_assert_ptr_nonnull(fr2);
+	struct buf *mem = buf_new(&w, NULL, 64, 0);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	reg_mr_wr(A->qp, 1, fr, key, ACC_RW, (uintptr_t)mem->p, mem->p, 64);
+	ck_assert_int_eq(iw_dereg_mr(fr), EBUSY); /* not executed yet */
+	pump(&w);
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_REG_MR);
+	ck_assert_uint_eq(fr->rkey, key);
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+	/* Flushed before it ran. */
+	reg_mr_wr(B->qp, 2, fr2, iw_inc_rkey(fr2->rkey), ACC_RW, 0x1000, mem->p, 64);
+	ck_assert_int_eq(iw_dereg_mr(fr2), EBUSY);
+	iw_qp_conn_lost(B->qp, false);
+	expect_wc(B->scq, 2, IW_WC_WR_FLUSH_ERR, IW_WC_REG_MR);
+	ck_assert_int_eq(iw_dereg_mr(fr2), 0);
+	iw_qp_conn_lost(A->qp, false);
+	world_free(&w);
+}
+END_TEST
+
 /* ================================================================ SRQ */
 
 START_TEST(test_srq)
@@ -2829,6 +2863,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_post_errors);
 	tcase_add_test(tc, test_reg_mr_local_inv);
 	tcase_add_test(tc, test_local_wr_error);
+	tcase_add_test(tc, test_reg_mr_holds_mr);
 	tcase_add_loop_test(tc, test_send_with_inv, 0, 2);
 	tcase_add_test(tc, test_srq);
 	tcase_add_test(tc, test_rfc7306_refused);

@@ -195,8 +195,9 @@ int iw_cm_destroy_id(struct iw_cm_id *id);
  * incoming connection's id copies its listener's options when it is
  * accepted; setting them on that id before iw_cm_accept changes the
  * responder's choices in its Reply. Only rev and pd_cap are checked here;
- * the rest is checked when the Request or Reply is built. Not synchronised
- * with the loop: call it before iw_cm_connect, iw_cm_listen or iw_cm_accept.
+ * the rest is checked when the Request or Reply is built. Runs on the loop
+ * thread; it affects the id's next iw_cm_connect, iw_cm_listen or
+ * iw_cm_accept.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -271,9 +272,9 @@ void iw_cm_destroy_qp(struct iw_cm_id *id);
  * data); UNREACHABLE (status: the connect(2) error, such as ECONNREFUSED or
  * ENETUNREACH, or ETIMEDOUT after the TCP deadline); CONNECT_ERROR (status
  * ETIMEDOUT after the MPA timeout, ECONNRESET when the peer closes, EPROTO
- * for a bad or incompatible Reply with wire_err set, or EINVAL or EMSGSIZE
- * when the Request cannot be built: options out of range, or private data
- * above pd_cap with the 4-octet RFC 6581 block counted). An id connects
+ * for a bad or incompatible Reply with wire_err set). The Request is built
+ * by this call, so options out of range or private data above pd_cap are
+ * reported here (EINVAL, EMSGSIZE), not as an event. An id connects
  * once: after a failure, destroy it and create another. Runs on the loop
  * thread.
  *
@@ -281,7 +282,10 @@ void iw_cm_destroy_qp(struct iw_cm_id *id);
  * Errors:
  *   EINVAL  id or dst is NULL, dst is neither AF_INET nor AF_INET6, the id
  *           has no QP, private_data_len is above 512 or private_data is
- *           NULL with a length, or param->mpa has a rev other than 1 or 2.
+ *           NULL with a length, param->mpa has a rev other than 1 or 2,
+ *           or the options cannot make a Request (e.g. no RTR offered
+ *           with p2p on).
+ *   EMSGSIZE The private data and the RFC 6581 block exceed pd_cap.
  *   EISCONN The id is not idle: connecting, connected, closed, or
  *           listening.
  *   ENOMEM  Out of memory.

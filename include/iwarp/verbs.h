@@ -249,7 +249,10 @@ struct iw_mr *iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, int access)
  * The STag is invalid to the peer from the moment this returns 0; the
  * memory itself is left alone. Refused while a posted WR that has not
  * completed, or an inbound placement in progress, references the MR: retry
- * after the completions. Any thread.
+ * after the completions. A region the peer READs is referenced by the Read
+ * Response until its last octet is handed to TCP, which can be a moment
+ * after the peer's own READ completion: destroy or disconnect the QP first,
+ * or retry on EBUSY. Any thread.
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:

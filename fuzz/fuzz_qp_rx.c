@@ -1,0 +1,948 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libFuzzer target for the QP engine's receive side (lib/qp*.c, wr.c,
+ * srq.c, mem.c behind iw_qp_rx): the input is the peer's byte stream into
+ * one started QP that has memory registered, receives posted and its own
+ * Sends, Writes, Reads and atomics outstanding, so that what arrives meets
+ * Read Responses owed and expected, receives being filled and completions.
+ *
+ * Input: an 8-octet settings block, then the stream (FPDUs from offset 0).
+ *   0  bit 0 CRC, 1 markers peer -> QP, 2 markers QP -> peer, 3 enforce the
+ *      CRC (default: IW_RX_SKIP_CRC through the IW_FUZZING hook in qp.c),
+ *      4 P2P, 5 initiator, 6 RFC 7306 QP, 7 SRQ instead of an RQ
+ *   1  bits 0-1 RTR (0 none, 1 SEND, 2 WRITE, 3 READ), 2-4 IRD, 5-7 ORD
+ *   2  bits 0-1 segmentation (0 whole, 1 octet by octet, 2 chunks of 1..8,
+ *      3 chunks of 1..512), 2 direct placement (iw_qp_rx_direct/_done),
+ *      3 write tx out after every chunk (else only at the end), 4 TCP
+ *      takes random prefixes, 5 only even WRs signaled, 6 siw TERMINATE
+ *      layout, 7 sometimes leave a direct destination unused
+ *   3  seed of the chunking and partial-write generator
+ *   4  EMSS = 128 + 16 * this (MULPDU for the QP's own segmentation)
+ *   5  which send WR groups to post (bit i: group i, see post_sends)
+ *   6  where the mid-stream action happens (at len * this / 256)
+ *   7  the action: bit 0 modify to ERR, 1 try to deregister every MR, 2
+ *      post more WRs, 3 SQD and back to RTS, 4 connection lost, 5 modify
+ *      to ERR while a direct destination is handed out
+ *
+ * Memory lives in an arena mapped at a fixed address (ARENA_ADDR) so that
+ * tagged offsets are the same in every run and can be put in seeds; STags
+ * are deterministic too (a fresh context per input): region i (1-based in
+ * the table below) has STag i << 8, the fast-registered ones key 1. Every
+ * region sits between poisoned canaries. fuzz/seed_qp.py mirrors this
+ * layout: keep them in step.
+ *
+ * Asserted (abort): canaries intact; no octet outside what may legally be
+ * written (remotely writable MRs of the QP's PD, posted receive SGEs,
+ * atomic result SGEs) changes, checked against a shadow copy, and every
+ * direct destination lies inside it; every WR posted completes exactly
+ * once (signaled ones; unsignaled at most once; SRQ WRs at most once, the
+ * rest still in the SRQ), each CQ in posting order, all of it by the time
+ * the connection is lost; no MR reference is leaked (every MR deregisters,
+ * PDs, CQs and the SRQ destroy); the QP's own output decodes cleanly with
+ * the CRC enforced, FPDUs within MULPDU, nothing after a TERMINATE, the RTR
+ * first, nothing but a TERMINATE before a P2P responder got its RTR, and
+ * one TERMINATE per locally detected error event; at most one QP error
+ * event. ASan/LSan do the rest.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sanitizer/asan_interface.h>
+
+#include "context.h"
+#include "cq.h"
+#include "qp.h"
+#include "srq.h"
+#include "fuzz.h"
+
+#define SETTINGS_LEN 8
+#define ARENA_ADDR 0x10000000ul
+#define ARENA_SIZE 4096
+#define CANARY 32
+#define CANARY_BYTE 0xC3
+#define MAX_IDS 64
+#define CQE 256
+#define REPOSTS 6
+
+#define ACC_LW IW_ACCESS_LOCAL_WRITE
+#define ACC_RW (IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE)
+#define ACC_RR IW_ACCESS_REMOTE_READ
+#define ACC_ALL (ACC_RW | ACC_RR | IW_ACCESS_REMOTE_ATOMIC)
+
+/* ------------------------------------------------------------ layout */
+
+enum { R_RECV, R_RW, R_RD, R_SRC, R_PD2, R_SINK, R_ARES, R_F1, R_F2, R_NONE, NUM_REG };
+
+static const struct region_def {
+	uint32_t size;
+	int pd;        /* 0: not registered */
+	int access;
+	bool fastreg;  /* iw_alloc_mr, then REG_MR (key 1) at iova */
+	uint64_t iova;
+} defs[NUM_REG] = {
+	[R_RECV] = {256, 1, ACC_LW, false, 0},  /* receives */
+	[R_RW] = {256, 1, ACC_ALL, false, 0},   /* the peer's Writes, Reads, atomics */
+	[R_RD] = {128, 1, ACC_RR, false, 0},    /* readable only */
+	[R_SRC] = {128, 1, 0, false, 0},        /* Send source, local only */
+	[R_PD2] = {128, 2, ACC_ALL, false, 0},  /* everything, but another PD */
+	[R_SINK] = {128, 1, ACC_RW, false, 0},  /* our Reads land here */
+	[R_ARES] = {16, 1, ACC_LW, false, 0},   /* our atomics' results */
+	[R_F1] = {128, 1, ACC_RW | ACC_RR, true, 0x100000},
+	[R_F2] = {128, 1, ACC_ALL, true, UINT64_MAX - 127}, /* TO space's end */
+	[R_NONE] = {64, 0, 0, false, 0},
+};
+
+/* Receive WQEs: up to three SGEs (region, offset, length) each. */
+struct sge_def {
+	int reg;
+	uint16_t off, len;
+};
+#define NUM_RECV 5
+static const struct sge_def recv_defs[NUM_RECV][3] = {
+	{{R_RECV, 0, 16}, {R_RECV, 32, 16}, {R_RECV, 64, 8}},
+	{{R_RECV, 80, 64}},
+	{{0, 0, 0}}, /* no SGE at all */
+	{{R_RECV, 160, 8}, {R_RW, 128, 8}},
+	{{R_RECV, 176, 80}},
+};
+static const int recv_nsge[NUM_RECV] = {3, 1, 0, 2, 1};
+
+/* The peer's side of our Reads, Writes and atomics (never checked here). */
+#define PEER_STAG 0x7700
+#define PEER_TO 0x9000
+
+/* ------------------------------------------------------------ state */
+
+struct settings {
+	bool crc, mk_rx, mk_tx, enforce, p2p, initiator, rfc7306, srq;
+	uint8_t rtr;
+	uint16_t ird, ord;
+	int seg_mode;
+	bool direct, tx_each, tx_partial, half_signaled, siw, direct_skip;
+	uint32_t seed;
+	uint32_t emss;
+	uint8_t groups;
+	uint8_t act_at, act;
+};
+
+enum wr_kind { WK_NONE, WK_SQ, WK_RQ, WK_SRQ };
+
+struct tap {
+	struct iw_fpdu_rx rx;
+	unsigned nseg, nterm;
+	uint16_t term;
+	bool after_term;
+};
+
+struct fz {
+	struct settings set;
+	uint8_t *arena;
+	uint8_t shadow[ARENA_SIZE];
+	uint8_t wmask[ARENA_SIZE]; /* octets that may change */
+	uint8_t *host[NUM_REG];
+	struct iw_mr *mr[NUM_REG];
+
+	struct iw_context *ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_cq *scq, *rcq;
+	struct iw_srq *srq;
+	struct iw_qp *qp;
+	struct iw_qp_conn conn;
+
+	uint64_t next_id;
+	enum wr_kind kind[MAX_IDS];
+	bool signaled[MAX_IDS];
+	uint32_t rlen[MAX_IDS];    /* receive WQE length */
+	int rdef[MAX_IDS];         /* receive: which recv_defs entry */
+	unsigned ncomp[MAX_IDS];
+	uint64_t last_sq, last_rq; /* wr_ids in completion order */
+	int reposts;
+
+	uint32_t qp_num;
+	uint32_t rng;
+	struct tap tap;
+	unsigned events;           /* IW_QPE_* taken */
+	unsigned qp_err_events, local_err_events, last_wqe_events;
+	uint16_t local_term;
+	bool conn_lost;            /* iw_qp_conn_lost was called */
+	bool tap_complete;         /* everything queued was written out */
+	uint8_t stage[65536];      /* last: not cleared per input */
+};
+
+static struct fz F;
+
+static uint32_t next_rand(void)
+{
+	uint32_t x = F.rng ? F.rng : 0x9E3779B9u;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	F.rng = x;
+	return x;
+}
+
+/* ------------------------------------------------------------ arena */
+
+static void arena_map(void)
+{
+	if (F.arena)
+		return;
+	void *p = mmap((void *)ARENA_ADDR, ARENA_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p != (void *)ARENA_ADDR) {
+		fprintf(stderr, "fuzz_qp_rx: cannot map the arena at %#lx\n", ARENA_ADDR);
+		abort();
+	}
+	F.arena = p;
+}
+
+static size_t arena_off(const uint8_t *p)
+{
+	return (size_t)(p - F.arena);
+}
+
+static bool in_arena(const uint8_t *p, size_t n)
+{
+	return p >= F.arena && n <= ARENA_SIZE && arena_off(p) <= ARENA_SIZE - n;
+}
+
+static void may_write(const uint8_t *p, size_t n)
+{
+	CHECK(in_arena(p, n));
+	memset(F.wmask + arena_off(p), 1, n);
+}
+
+static bool writable(const uint8_t *p, size_t n)
+{
+	if (!in_arena(p, n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!F.wmask[arena_off(p) + i])
+			return false;
+	return true;
+}
+
+/* Regions between canaries, each with its own pattern; canaries poisoned. */
+static void arena_reset(void)
+{
+	size_t off = CANARY;
+
+	ASAN_UNPOISON_MEMORY_REGION(F.arena, ARENA_SIZE);
+	memset(F.arena, CANARY_BYTE, ARENA_SIZE);
+	memset(F.wmask, 0, sizeof(F.wmask));
+	for (int i = 0; i < NUM_REG; i++) {
+		F.host[i] = F.arena + off;
+		for (uint32_t k = 0; k < defs[i].size; k++)
+			F.host[i][k] = (uint8_t)(i * 37 + k * 11) ^ 0x5A;
+		off += defs[i].size + CANARY;
+	}
+	CHECK(off <= ARENA_SIZE);
+	memcpy(F.shadow, F.arena, ARENA_SIZE);
+	off = 0;
+	for (int i = 0; i < NUM_REG; i++) {
+		ASAN_POISON_MEMORY_REGION(F.arena + off, arena_off(F.host[i]) - off);
+		off = arena_off(F.host[i]) + defs[i].size;
+	}
+	ASAN_POISON_MEMORY_REGION(F.arena + off, ARENA_SIZE - off);
+}
+
+static void arena_check(void)
+{
+	ASAN_UNPOISON_MEMORY_REGION(F.arena, ARENA_SIZE);
+	for (size_t i = 0; i < ARENA_SIZE; i++)
+		CHECK(F.wmask[i] || F.arena[i] == F.shadow[i]);
+}
+
+/* An MR deregistered mid-stream: nothing may write its region any more. */
+static void freeze(int r)
+{
+	size_t o = arena_off(F.host[r]);
+
+	memset(F.wmask + o, 0, defs[r].size);
+	memcpy(F.shadow + o, F.host[r], defs[r].size);
+}
+
+/* ------------------------------------------------------------ tap */
+
+/* Our own output, decoded independently with the CRC enforced. */
+static void tap_seg(const struct iw_ddp_seg *s)
+{
+	struct tap *t = &F.tap;
+	unsigned op = iw_ddp_opcode(&s->ddp);
+	uint32_t max = F.conn.mulpdu > IW_FPDU_HDR_MAX ? F.conn.mulpdu : IW_FPDU_HDR_MAX;
+
+	CHECK(!t->after_term);
+	CHECK(s->ulpdu_len <= max);
+	if (op == IW_OP_TERMINATE) {
+		t->after_term = true;
+		t->nterm++;
+		t->term = s->rdmap.u.term.term;
+	} else if (F.set.p2p && !F.set.initiator) {
+		/* A responder sends nothing before the RTR arrived. */
+		CHECK(F.events & IW_QPE_ESTABLISHED);
+	} else if (F.set.p2p && t->nseg == 0) {
+		/* The initiator's first FPDU is the RTR. */
+		if (F.conn.rtr == IW_RTR_WRITE)
+			CHECK(op == IW_OP_WRITE && s->payload_len == 0);
+		else if (F.conn.rtr == IW_RTR_READ)
+			CHECK(op == IW_OP_READ_REQ && s->rdmap.u.read_req.read_size == 0);
+		else
+			CHECK(op == IW_OP_SEND && s->payload_len == 0);
+	}
+	t->nseg++;
+}
+
+static void tap_feed(const uint8_t *p, size_t n)
+{
+	while (n) {
+		struct iw_rx_event ev;
+		size_t used = 0;
+		int rc = iw_fpdu_rx_next(&F.tap.rx, &ev, p, n, &used);
+
+		CHECK(rc >= 0);
+		CHECK(used <= n);
+		p += used;
+		n -= used;
+		if (rc == 0)
+			break;
+		if (ev.kind == IW_RX_SEG_HDR)
+			tap_seg(ev.seg);
+	}
+	CHECK(n == 0);
+}
+
+/* ------------------------------------------------------------ engine I/O */
+
+static void take_events(void)
+{
+	F.events |= iw_qp_take_events(F.qp);
+}
+
+/* Write out what the QP has queued: all of it, or (partial) one random
+ * prefix per call. */
+static void drain_tx(bool all)
+{
+	static struct iovec iov[IW_TXQ_IOV];
+
+	take_events();
+	for (unsigned rounds = 0;; rounds++) {
+		int cap = F.set.tx_partial ? 1 + (int)(next_rand() % 8) : IW_TXQ_IOV;
+		int n = iw_qp_tx_iov(F.qp, iov, cap);
+		size_t total = 0, off = 0;
+
+		CHECK(n >= 0 && n <= cap);
+		CHECK(rounds < 1000000);
+		if (n == 0)
+			break;
+		for (int i = 0; i < n; i++)
+			total += iov[i].iov_len;
+		CHECK(total > 0);
+		if (F.set.tx_partial && total > 1 && (next_rand() & 1))
+			total = 1 + next_rand() % total;
+		CHECK(total <= sizeof(F.stage));
+		for (int i = 0; i < n && off < total; i++) {
+			size_t k = iov[i].iov_len < total - off ? iov[i].iov_len : total - off;
+
+			memcpy(F.stage + off, iov[i].iov_base, k);
+			off += k;
+		}
+		iw_qp_tx_sent(F.qp, total);
+		tap_feed(F.stage, total);
+		take_events();
+		if (!all && F.set.tx_partial)
+			break;
+	}
+	if (all && !iw_qp_tx_pending(F.qp))
+		F.tap_complete = true;
+}
+
+/* ------------------------------------------------------------ posting */
+
+static struct iw_sge sge_at(int r, uint32_t off, uint32_t len)
+{
+	struct iw_sge s = {
+		.addr = (uintptr_t)(F.host[r] + off),
+		.length = len,
+		.lkey = F.mr[r] ? F.mr[r]->lkey : 0,
+	};
+	if (defs[r].fastreg)
+		s.addr = defs[r].iova + off;
+	return s;
+}
+
+static uint64_t new_id(enum wr_kind k)
+{
+	uint64_t id = F.next_id++;
+
+	CHECK(id < MAX_IDS);
+	F.kind[id] = k;
+	return id;
+}
+
+static void post_recv_def(int d)
+{
+	struct iw_sge sg[3];
+	struct iw_recv_wr wr = {.sg_list = sg, .num_sge = recv_nsge[d]};
+	struct iw_recv_wr *bad = NULL;
+	uint32_t len = 0;
+	int rc;
+
+	if (F.next_id >= MAX_IDS)
+		return;
+	for (int i = 0; i < recv_nsge[d]; i++) {
+		const struct sge_def *s = &recv_defs[d][i];
+
+		sg[i] = sge_at(s->reg, s->off, s->len);
+		len += s->len;
+	}
+	wr.wr_id = F.next_id;
+	if (F.srq)
+		rc = iw_post_srq_recv(F.srq, &wr, &bad);
+	else
+		rc = iw_post_recv(F.qp, &wr, &bad);
+	if (rc) {
+		CHECK(bad == &wr);
+		return;
+	}
+	uint64_t id = new_id(F.srq ? WK_SRQ : WK_RQ);
+	F.rlen[id] = len;
+	F.rdef[id] = d;
+	for (int i = 0; i < recv_nsge[d]; i++)
+		may_write((uint8_t *)(uintptr_t)sg[i].addr, sg[i].length);
+}
+
+static bool post_send(struct iw_send_wr *wr)
+{
+	struct iw_send_wr *bad = NULL;
+	int rc;
+
+	if (F.next_id >= MAX_IDS)
+		return false;
+	wr->wr_id = F.next_id;
+	wr->next = NULL;
+	if (F.set.half_signaled && !(wr->wr_id & 1))
+		wr->send_flags |= IW_SEND_SIGNALED;
+	rc = iw_post_send(F.qp, wr, &bad);
+	if (rc) {
+		CHECK(bad == wr);
+		return false;
+	}
+	uint64_t id = new_id(WK_SQ);
+	F.signaled[id] = !F.set.half_signaled || (wr->send_flags & IW_SEND_SIGNALED);
+	return true;
+}
+
+static struct iw_send_wr wr_of(enum iw_wr_opcode op, unsigned flags, struct iw_sge *sg, int n)
+{
+	struct iw_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = op;
+	wr.send_flags = flags;
+	wr.sg_list = sg;
+	wr.num_sge = n;
+	wr.wr.rdma.remote_addr = PEER_TO;
+	wr.wr.rdma.rkey = PEER_STAG;
+	return wr;
+}
+
+static void post_reg(int r)
+{
+	struct iw_send_wr wr = wr_of(IW_WR_REG_MR, 0, NULL, 0);
+
+	wr.reg.mr = F.mr[r];
+	wr.reg.key = iw_inc_rkey(F.mr[r]->rkey);
+	wr.reg.access = defs[r].access;
+	wr.reg.iova = defs[r].iova;
+	wr.reg.length = defs[r].size;
+	wr.reg.addr = F.host[r];
+	if (post_send(&wr))
+		may_write(F.host[r], defs[r].size);
+}
+
+static void post_read(int r, uint32_t off, uint32_t len, unsigned flags)
+{
+	struct iw_sge sg = sge_at(r, off, len);
+	struct iw_send_wr wr = wr_of(IW_WR_RDMA_READ, flags, &sg, 1);
+
+	post_send(&wr);
+}
+
+static void post_atomic(enum iw_wr_opcode op, uint32_t off)
+{
+	struct iw_sge sg = sge_at(R_ARES, off, 8);
+	struct iw_send_wr wr = wr_of(op, 0, &sg, 1);
+
+	wr.wr.atomic.remote_addr = PEER_TO + 0x100;
+	wr.wr.atomic.rkey = PEER_STAG + 2;
+	wr.wr.atomic.compare_add = 5;
+	wr.wr.atomic.swap = 7;
+	if (post_send(&wr))
+		may_write(F.host[R_ARES] + off, 8);
+}
+
+static void post_sends(uint8_t groups)
+{
+	static const uint8_t inl[16] = "inline payload!";
+	struct iw_sge sg[3];
+	struct iw_send_wr wr;
+
+	if (groups & 1) { /* fast registrations */
+		post_reg(R_F1);
+		post_reg(R_F2);
+	}
+	if (groups & 2) { /* Sends: three SGEs; inline with SE */
+		sg[0] = sge_at(R_SRC, 0, 10);
+		sg[1] = sge_at(R_RW, 0, 20);
+		sg[2] = sge_at(R_SRC, 64, 36);
+		wr = wr_of(IW_WR_SEND, 0, sg, 3);
+		post_send(&wr);
+		sg[0] = (struct iw_sge){.addr = (uintptr_t)inl, .length = sizeof(inl)};
+		wr = wr_of(IW_WR_SEND, IW_SEND_INLINE | IW_SEND_SOLICITED, sg, 1);
+		post_send(&wr);
+	}
+	if (groups & 4) { /* two Reads, the second fenced */
+		post_read(R_SINK, 0, 64, 0);
+		post_read(R_SINK, 64, 40, IW_SEND_FENCE);
+	}
+	if (groups & 8) { /* a fenced Write; Send with Invalidate */
+		sg[0] = sge_at(R_SRC, 0, 50);
+		sg[1] = sge_at(R_RD, 0, 30);
+		wr = wr_of(IW_WR_RDMA_WRITE, IW_SEND_FENCE, sg, 2);
+		wr.wr.rdma.rkey = PEER_STAG + 1;
+		post_send(&wr);
+		sg[0] = sge_at(R_SRC, 0, 8);
+		wr = wr_of(IW_WR_SEND_WITH_INV, 0, sg, 1);
+		wr.invalidate_rkey = 0x1234;
+		post_send(&wr);
+	}
+	if (groups & 16) { /* RFC 7306 (refused by other QPs) */
+		post_atomic(IW_WR_ATOMIC_FETCH_AND_ADD, 0);
+		post_atomic(IW_WR_ATOMIC_CMP_AND_SWP, 8);
+		sg[0] = sge_at(R_SRC, 0, 4);
+		wr = wr_of(IW_WR_RDMA_WRITE_WITH_IMM, 0, sg, 1);
+		wr.imm_data = 0x01020304;
+		post_send(&wr);
+		wr = wr_of(IW_WR_SEND_WITH_IMM, IW_SEND_SOLICITED, NULL, 0);
+		wr.imm_data = 0x05060708;
+		post_send(&wr);
+	}
+	if (groups & 32) { /* zero-length Send, Write, Read */
+		wr = wr_of(IW_WR_SEND, 0, NULL, 0);
+		post_send(&wr);
+		wr = wr_of(IW_WR_RDMA_WRITE, 0, NULL, 0);
+		post_send(&wr);
+		post_read(R_SINK, 0, 0, 0);
+	}
+	if (groups & 64) { /* invalidate F1 (a local error unless registered) */
+		wr = wr_of(IW_WR_LOCAL_INV, 0, NULL, 0);
+		wr.invalidate_rkey = iw_inc_rkey(F.mr[R_F1]->rkey);
+		post_send(&wr);
+	}
+	if (groups & 128) /* a Read answered in many segments */
+		post_read(R_RW, 0, 256, 0);
+}
+
+/* ------------------------------------------------------------ completions */
+
+static void on_wc(const struct iw_wc *wc, bool recv)
+{
+	uint64_t id = wc->wr_id;
+
+	CHECK(id < F.next_id);
+	CHECK(wc->qp_num == F.qp_num);
+	CHECK(++F.ncomp[id] == 1);
+	if (recv) {
+		CHECK(F.kind[id] == WK_RQ || F.kind[id] == WK_SRQ);
+		CHECK(F.last_rq < id + 1);
+		F.last_rq = id + 1;
+		if (wc->status == IW_WC_SUCCESS) {
+			CHECK(wc->opcode == IW_WC_RECV || wc->opcode == IW_WC_RECV_RDMA_WITH_IMM);
+			CHECK(wc->byte_len <= F.rlen[id]);
+			/* Take the next message into the same buffers, as
+			 * applications do. */
+			if (F.reposts < REPOSTS && !F.conn_lost) {
+				F.reposts++;
+				post_recv_def(F.rdef[id]);
+			}
+		} else {
+			CHECK(wc->status == IW_WC_WR_FLUSH_ERR);
+		}
+	} else {
+		CHECK(F.kind[id] == WK_SQ);
+		CHECK(F.last_sq < id + 1);
+		F.last_sq = id + 1;
+		CHECK(!(wc->opcode & IW_WC_RECV));
+	}
+}
+
+static void poll_cqs(void)
+{
+	struct iw_wc wc[8];
+	int n;
+
+	while ((n = iw_poll_cq(F.scq, 8, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			on_wc(&wc[i], false);
+	CHECK(n == 0);
+	while ((n = iw_poll_cq(F.rcq, 8, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			on_wc(&wc[i], true);
+	CHECK(n == 0);
+}
+
+static void take_async(void)
+{
+	struct iw_async_event ev;
+
+	while (iw_get_async_event(F.ctx, &ev) == 0) {
+		switch (ev.event_type) {
+		case IW_EVENT_QP_FATAL:
+		case IW_EVENT_QP_REQ_ERR:
+		case IW_EVENT_QP_ACCESS_ERR:
+			F.local_err_events++;
+			F.local_term = ev.term;
+			CHECK(!ev.term_from_peer);
+			/* fall through */
+		case IW_EVENT_QP_TERMINATE:
+			CHECK(ev.element.qp == F.qp);
+			CHECK(++F.qp_err_events == 1);
+			break;
+		case IW_EVENT_SQ_DRAINED:
+			CHECK(ev.element.qp == F.qp);
+			break;
+		case IW_EVENT_QP_LAST_WQE_REACHED:
+			CHECK(F.srq && ev.element.qp == F.qp);
+			CHECK(++F.last_wqe_events == 1);
+			break;
+		case IW_EVENT_SRQ_LIMIT_REACHED:
+			CHECK(F.srq && ev.element.srq == F.srq);
+			break;
+		default:
+			abort(); /* CQ overflow, or an event never raised */
+		}
+	}
+}
+
+/* ------------------------------------------------------------ actions */
+
+static void modify(enum iw_qp_state s)
+{
+	struct iw_qp_attr a = {.qp_state = s};
+
+	iw_modify_qp(F.qp, &a, IW_QP_STATE);
+}
+
+static void try_dereg_all(void)
+{
+	for (int r = 0; r < NUM_REG; r++) {
+		if (!F.mr[r])
+			continue;
+		int rc = iw_dereg_mr(F.mr[r]);
+
+		CHECK(rc == 0 || rc == EBUSY);
+		if (rc == 0) {
+			F.mr[r] = NULL;
+			freeze(r);
+		}
+	}
+}
+
+static void act(void)
+{
+	uint8_t a = F.set.act;
+
+	if (a & 1)
+		modify(IW_QPS_ERR);
+	if (a & 2)
+		try_dereg_all();
+	if (a & 4) {
+		struct iw_sge sg = sge_at(R_SRC, 0, 32);
+		struct iw_send_wr wr = wr_of(IW_WR_SEND, 0, &sg, 1);
+
+		post_send(&wr);
+		post_read(R_SINK, 104, 16, 0);
+		post_recv_def(1);
+	}
+	if (a & 8) {
+		modify(IW_QPS_SQD);
+		drain_tx(false);
+		take_async();
+		modify(IW_QPS_RTS);
+	}
+	if (a & 16) {
+		iw_qp_conn_lost(F.qp, false);
+		F.conn_lost = true;
+	}
+}
+
+/* ------------------------------------------------------------ feeding */
+
+static size_t chunk_len(size_t left)
+{
+	size_t n = left;
+
+	switch (F.set.seg_mode) {
+	case 1:
+		n = 1;
+		break;
+	case 2:
+		n = 1 + next_rand() % 8;
+		break;
+	case 3:
+		n = 1 + next_rand() % 512;
+		break;
+	default:
+		break;
+	}
+	return n < left ? n : left;
+}
+
+/* The glue's recv() straight into the destination the engine offers;
+ * returns the octets placed. */
+static size_t feed_direct(const uint8_t *p, size_t left, bool *err_act)
+{
+	uint8_t *dst = NULL;
+	size_t d = iw_qp_rx_direct(F.qp, &dst);
+	size_t k;
+
+	if (d == 0)
+		return 0;
+	/* Everything the glue may receive into must be writable. */
+	CHECK(dst && writable(dst, d));
+	if (*err_act) {
+		/* The application fails the QP while the glue receives. */
+		*err_act = false;
+		modify(IW_QPS_ERR);
+	}
+	if (F.set.direct_skip && (next_rand() & 3) == 0)
+		return 0; /* recv() said EAGAIN */
+	k = chunk_len(left < d ? left : d);
+	memcpy(dst, p, k);
+	CHECK(iw_qp_rx_direct_done(F.qp, k) == 0);
+	return k;
+}
+
+static void feed(const uint8_t *data, size_t len)
+{
+	size_t pos = 0, act_pos = len * F.set.act_at / 256;
+	bool acted = !F.set.act, err_act = F.set.act & 32;
+
+	while (pos < len) {
+		size_t n = 0;
+
+		if (!acted && pos >= act_pos) {
+			acted = true;
+			act();
+		}
+		if (F.set.direct)
+			n = feed_direct(data + pos, len - pos, &err_act);
+		if (n == 0) {
+			size_t used = (size_t)-1;
+
+			n = chunk_len(len - pos);
+			CHECK(iw_qp_rx(F.qp, data + pos, n, &used) == 0);
+			CHECK(used == n);
+		}
+		pos += n;
+		take_events();
+		if (F.set.tx_each) {
+			drain_tx(false);
+			poll_cqs();
+		}
+	}
+	if (!acted)
+		act();
+}
+
+/* ------------------------------------------------------------ setup */
+
+static void read_settings(struct settings *s, const uint8_t *p)
+{
+	static const uint8_t rtrs[4] = {0, IW_RTR_SEND, IW_RTR_WRITE, IW_RTR_READ};
+
+	memset(s, 0, sizeof(*s));
+	s->crc = p[0] & 1;
+	s->mk_rx = p[0] & 2;
+	s->mk_tx = p[0] & 4;
+	s->enforce = p[0] & 8;
+	s->p2p = p[0] & 16;
+	s->initiator = p[0] & 32;
+	s->rfc7306 = p[0] & 64;
+	s->srq = p[0] & 128;
+	s->rtr = rtrs[p[1] & 3];
+	s->ird = (p[1] >> 2) & 7;
+	s->ord = (p[1] >> 5) & 7;
+	s->seg_mode = p[2] & 3;
+	s->direct = p[2] & 4;
+	s->tx_each = p[2] & 8;
+	s->tx_partial = p[2] & 16;
+	s->half_signaled = p[2] & 32;
+	s->siw = p[2] & 64;
+	s->direct_skip = p[2] & 128;
+	s->seed = p[3];
+	s->emss = 128 + 16u * p[4];
+	s->groups = p[5];
+	s->act_at = p[6];
+	s->act = p[7];
+}
+
+static void setup(void)
+{
+	const struct settings *s = &F.set;
+
+	F.ctx = iw_context_core_new();
+	CHECK(F.ctx);
+	F.pd = iw_alloc_pd(F.ctx);
+	F.pd2 = iw_alloc_pd(F.ctx);
+	CHECK(F.pd && F.pd2);
+	for (int r = 0; r < NUM_REG; r++) {
+		struct iw_pd *pd = defs[r].pd == 2 ? F.pd2 : F.pd;
+
+		if (!defs[r].pd)
+			continue;
+		if (defs[r].fastreg)
+			F.mr[r] = iw_alloc_mr(pd, 1);
+		else
+			F.mr[r] = iw_reg_mr(pd, F.host[r], defs[r].size, defs[r].access);
+		CHECK(F.mr[r] && F.mr[r]->lkey == (uint32_t)(r + 1) << 8);
+		/* The QP's remotely writable memory (fast-registered regions
+		 * once their REG_MR is posted). */
+		if (!defs[r].fastreg && defs[r].pd == 1 &&
+		    (defs[r].access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC)))
+			may_write(F.host[r], defs[r].size);
+	}
+	F.scq = iw_create_cq(F.ctx, CQE, NULL, NULL, 0);
+	F.rcq = iw_create_cq(F.ctx, CQE, NULL, NULL, 0);
+	CHECK(F.scq && F.rcq);
+	if (s->srq) {
+		struct iw_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 3, .srq_limit = 2}};
+
+		F.srq = iw_create_srq(F.pd, &sa);
+		CHECK(F.srq);
+	}
+	struct iw_qp_init_attr qa = {
+		.send_cq = F.scq,
+		.recv_cq = F.rcq,
+		.srq = F.srq,
+		.cap = {.max_send_wr = 32, .max_recv_wr = 8, .max_send_sge = 3, .max_recv_sge = 3},
+		.qp_type = IW_QPT_RC,
+		.sq_sig_all = !s->half_signaled,
+		.create_flags = s->rfc7306 ? IW_QP_CREATE_RFC7306 : 0,
+	};
+	F.qp = iw_create_qp(F.pd, &qa);
+	CHECK(F.qp);
+	F.qp_num = iw_qp_num(F.qp);
+	modify(IW_QPS_INIT);
+	F.next_id = 1;
+	for (int d = 0; d < NUM_RECV; d++)
+		post_recv_def(d);
+
+	F.conn = (struct iw_qp_conn){
+		.initiator = s->initiator,
+		.p2p = s->p2p,
+		.rtr = s->rtr,
+		.crc = s->crc,
+		.markers_tx = s->mk_tx,
+		.markers_rx = s->mk_rx,
+		.ird = s->ird,
+		.ord = s->ord,
+		.mulpdu = iw_mpa_mulpdu(s->emss, s->mk_tx),
+		.peer_siw_term = s->siw,
+	};
+	iw_fuzz_qp_rx_flags = s->enforce ? 0 : IW_RX_SKIP_CRC;
+	iw_qp_start(F.qp, &F.conn);
+	/* The QP may lower IRD/ORD; the tap needs the effective values. */
+	F.conn.ird = F.qp->conn.ird;
+	F.conn.ord = F.qp->conn.ord;
+	iw_fpdu_rx_init(&F.tap.rx, s->crc, s->mk_tx, 0, 0, 0);
+	post_sends(s->groups);
+	if (s->tx_each)
+		drain_tx(false);
+}
+
+/* Every WR completed exactly once (SRQ WRs: or still in the SRQ). */
+static void check_all_done(void)
+{
+	uint32_t in_srq = 0;
+
+	for (uint64_t id = 1; id < F.next_id; id++) {
+		switch (F.kind[id]) {
+		case WK_SQ:
+			CHECK(F.ncomp[id] == (F.signaled[id] ? 1u : F.ncomp[id]));
+			CHECK(F.ncomp[id] <= 1);
+			break;
+		case WK_RQ:
+			CHECK(F.ncomp[id] == 1);
+			break;
+		case WK_SRQ:
+			CHECK(F.ncomp[id] <= 1);
+			in_srq += F.ncomp[id] == 0;
+			break;
+		default:
+			abort();
+		}
+	}
+	if (F.srq)
+		CHECK(F.srq->count == in_srq);
+}
+
+static void teardown(void)
+{
+	struct iovec iov[4];
+
+	/* Write out what is queued, then lose the connection. */
+	drain_tx(true);
+	poll_cqs();
+	take_async();
+	/* Each error we detected sent exactly its TERMINATE. */
+	if (!F.conn_lost && F.tap_complete) {
+		CHECK(F.tap.nterm == F.local_err_events);
+		if (F.tap.nterm)
+			CHECK(F.tap.term == F.local_term);
+	}
+	CHECK(F.tap.nterm <= 1);
+	iw_qp_conn_lost(F.qp, true);
+	F.conn_lost = true;
+	CHECK(iw_qp_tx_iov(F.qp, iov, 4) == 0);
+	poll_cqs();
+	take_async();
+	check_all_done();
+
+	CHECK(iw_destroy_qp(F.qp) == 0);
+	/* Nothing completes twice: the connection loss flushed it all. */
+	poll_cqs();
+	CHECK(iw_destroy_srq(F.srq) == 0);
+	/* No reference leaked: every MR lets go. */
+	for (int r = 0; r < NUM_REG; r++)
+		CHECK(iw_dereg_mr(F.mr[r]) == 0);
+	CHECK(iw_destroy_cq(F.scq) == 0);
+	CHECK(iw_destroy_cq(F.rcq) == 0);
+	CHECK(iw_dealloc_pd(F.pd) == 0);
+	CHECK(iw_dealloc_pd(F.pd2) == 0);
+	iw_context_core_free(F.ctx);
+	arena_check();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *arena;
+
+	if (size < SETTINGS_LEN)
+		return 0;
+	arena_map();
+	arena = F.arena;
+	memset(&F, 0, offsetof(struct fz, stage));
+	F.arena = arena;
+	read_settings(&F.set, data);
+	F.rng = 0x9E3779B9u ^ F.set.seed;
+	arena_reset();
+	setup();
+	feed(data + SETTINGS_LEN, size - SETTINGS_LEN);
+	teardown();
+	return 0;
+}
