@@ -17,12 +17,15 @@
  *      takes random prefixes, 5 only even WRs signaled, 6 siw TERMINATE
  *      layout, 7 sometimes leave a direct destination unused
  *   3  seed of the chunking and partial-write generator
- *   4  EMSS = 128 + 16 * this (MULPDU for the QP's own segmentation)
+ *   4  EMSS = 32 + 8 * this (MULPDU for the QP's own segmentation: small
+ *      ones fill the transmit queue with many FPDUs)
  *   5  which send WR groups to post (bit i: group i, see post_sends)
  *   6  where the mid-stream action happens (at len * this / 256)
  *   7  the action: bit 0 modify to ERR, 1 try to deregister every MR, 2
  *      post more WRs, 3 SQD and back to RTS, 4 connection lost, 5 modify
- *      to ERR while a direct destination is handed out
+ *      to ERR while a direct destination is handed out, 6 reconnect (the
+ *      rest of the input is the new connection's stream); bit 7: at the
+ *      end destroy the QP without losing the connection first
  *
  * Memory lives in an arena mapped at a fixed address (ARENA_ADDR) so that
  * tagged offsets are the same in every run and can be put in seeds; STags
@@ -38,8 +41,9 @@
  * once (signaled ones; unsignaled at most once; SRQ WRs at most once, the
  * rest still in the SRQ), each CQ in posting order, all of it by the time
  * the connection is lost; no MR reference is leaked (every MR deregisters,
- * PDs, CQs and the SRQ destroy); the QP's own output decodes cleanly with
- * the CRC enforced, FPDUs within MULPDU, nothing after a TERMINATE, the RTR
+ * PDs, CQs and the SRQ destroy); the QP's own output decodes cleanly (the
+ * CRC enforced unless partial writes open the race noted in setup()),
+ * FPDUs within MULPDU, nothing after a TERMINATE, the RTR
  * first, nothing but a TERMINATE before a P2P responder got its RTR, and
  * one TERMINATE per locally detected error event; at most one QP error
  * event. ASan/LSan do the rest.
@@ -454,6 +458,9 @@ static void post_reg(int r)
 {
 	struct iw_send_wr wr = wr_of(IW_WR_REG_MR, 0, NULL, 0);
 
+	if (!F.mr[r])
+		return; /* deregistered */
+
 	wr.reg.mr = F.mr[r];
 	wr.reg.key = iw_inc_rkey(F.mr[r]->rkey);
 	wr.reg.access = defs[r].access;
@@ -504,6 +511,11 @@ static void post_sends(uint8_t groups)
 		sg[0] = (struct iw_sge){.addr = (uintptr_t)inl, .length = sizeof(inl)};
 		wr = wr_of(IW_WR_SEND, IW_SEND_INLINE | IW_SEND_SOLICITED, sg, 1);
 		post_send(&wr);
+		sg[0] = sge_at(R_RW, 0, 256);
+		sg[1] = sge_at(R_SRC, 0, 128);
+		sg[2] = sge_at(R_RD, 0, 128);
+		wr = wr_of(IW_WR_SEND, 0, sg, 3);
+		post_send(&wr);
 	}
 	if (groups & 4) { /* two Reads, the second fenced */
 		post_read(R_SINK, 0, 64, 0);
@@ -538,7 +550,8 @@ static void post_sends(uint8_t groups)
 		post_send(&wr);
 		post_read(R_SINK, 0, 0, 0);
 	}
-	if (groups & 64) { /* invalidate F1 (a local error unless registered) */
+	if ((groups & 64) && F.mr[R_F1]) {
+		/* Invalidate F1: a local error unless it is registered. */
 		wr = wr_of(IW_WR_LOCAL_INV, 0, NULL, 0);
 		wr.invalidate_rkey = iw_inc_rkey(F.mr[R_F1]->rkey);
 		post_send(&wr);
@@ -652,6 +665,8 @@ static void try_dereg_all(void)
 	}
 }
 
+static void reconnect(void);
+
 static void act(void)
 {
 	uint8_t a = F.set.act;
@@ -678,6 +693,8 @@ static void act(void)
 		iw_qp_conn_lost(F.qp, false);
 		F.conn_lost = true;
 	}
+	if (a & 64)
+		reconnect();
 }
 
 /* ------------------------------------------------------------ feeding */
@@ -785,10 +802,26 @@ static void read_settings(struct settings *s, const uint8_t *p)
 	s->siw = p[2] & 64;
 	s->direct_skip = p[2] & 128;
 	s->seed = p[3];
-	s->emss = 128 + 16u * p[4];
+	s->emss = 32 + 8u * p[4];
 	s->groups = p[5];
 	s->act_at = p[6];
 	s->act = p[7];
+}
+
+/* Start the connection: a new stream each way from offset 0. */
+static void start(void)
+{
+	const struct settings *s = &F.set;
+
+	iw_fuzz_qp_rx_flags = s->enforce ? 0 : IW_RX_SKIP_CRC;
+	iw_qp_start(F.qp, &F.conn);
+	/* The CRC of an FPDU is computed when it is queued, its payload read
+	 * when it is written: if the peer writes (or an atomic changes) a
+	 * region that a queued Send or Read Response reads from, in between,
+	 * the FPDU goes out with a stale CRC (a race the peer or the
+	 * application made). Only partial writes leave FPDUs queued across
+	 * iw_qp_rx calls, so the CRC is checked whenever they are off. */
+	iw_fpdu_rx_init(&F.tap.rx, s->crc, s->mk_tx, 0, 0, s->tx_partial ? IW_RX_SKIP_CRC : 0);
 }
 
 static void setup(void)
@@ -854,12 +887,7 @@ static void setup(void)
 		.mulpdu = iw_mpa_mulpdu(s->emss, s->mk_tx),
 		.peer_siw_term = s->siw,
 	};
-	iw_fuzz_qp_rx_flags = s->enforce ? 0 : IW_RX_SKIP_CRC;
-	iw_qp_start(F.qp, &F.conn);
-	/* The QP may lower IRD/ORD; the tap needs the effective values. */
-	F.conn.ird = F.qp->conn.ird;
-	F.conn.ord = F.qp->conn.ord;
-	iw_fpdu_rx_init(&F.tap.rx, s->crc, s->mk_tx, 0, 0, 0);
+	start();
 	post_sends(s->groups);
 	if (s->tx_each)
 		drain_tx(false);
@@ -891,31 +919,72 @@ static void check_all_done(void)
 		CHECK(F.srq->count == in_srq);
 }
 
-static void teardown(void)
+/* Write out everything queued and check the connection's output whole:
+ * each error we detected sent exactly its TERMINATE. */
+static void settle(void)
 {
-	struct iovec iov[4];
-
-	/* Write out what is queued, then lose the connection. */
 	drain_tx(true);
 	poll_cqs();
 	take_async();
-	/* Each error we detected sent exactly its TERMINATE. */
 	if (!F.conn_lost && F.tap_complete) {
 		CHECK(F.tap.nterm == F.local_err_events);
 		if (F.tap.nterm)
 			CHECK(F.tap.term == F.local_term);
 	}
 	CHECK(F.tap.nterm <= 1);
+}
+
+/* The connection closes: nothing more goes out, and everything posted
+ * has completed. */
+static void lose_connection(void)
+{
+	struct iovec iov[4];
+
 	iw_qp_conn_lost(F.qp, true);
 	F.conn_lost = true;
 	CHECK(iw_qp_tx_iov(F.qp, iov, 4) == 0);
 	poll_cqs();
 	take_async();
 	check_all_done();
+}
 
-	CHECK(iw_destroy_qp(F.qp) == 0);
-	/* Nothing completes twice: the connection loss flushed it all. */
-	poll_cqs();
+/* The same QP on a new connection (RESET, INIT, new receives and sends):
+ * the rest of the input is the new stream. */
+static void reconnect(void)
+{
+	struct iw_qp_attr a = {.qp_state = IW_QPS_RESET};
+
+	settle();
+	lose_connection();
+	CHECK(iw_modify_qp(F.qp, &a, IW_QP_STATE) == 0);
+	modify(IW_QPS_INIT);
+	memset(&F.tap, 0, sizeof(F.tap));
+	F.events = 0;
+	F.qp_err_events = F.local_err_events = F.last_wqe_events = 0;
+	F.conn_lost = F.tap_complete = false;
+	for (int d = 0; d < NUM_RECV; d++)
+		post_recv_def(d);
+	start();
+	/* Not the registrations: those MRs are valid now. */
+	post_sends(F.set.groups & ~1);
+}
+
+static void teardown(void)
+{
+	settle();
+	if (F.set.act & 128) {
+		/* Destroyed with whatever is queued: the flush completes
+		 * everything. */
+		CHECK(iw_destroy_qp(F.qp) == 0);
+		poll_cqs();
+		check_all_done();
+	} else {
+		lose_connection();
+		CHECK(iw_destroy_qp(F.qp) == 0);
+		/* Nothing completes twice: the connection loss flushed it
+		 * all. */
+		poll_cqs();
+	}
 	CHECK(iw_destroy_srq(F.srq) == 0);
 	/* No reference leaked: every MR lets go. */
 	for (int r = 0; r < NUM_REG; r++)

@@ -204,6 +204,12 @@ def sc_reads(p):
     p.read_req(stag(R_F2), to(R_F2, 64), 64)
 
 
+def sc_flood(p):
+    """Seven large Reads at the smallest MULPDU: hundreds of FPDUs queued."""
+    for _ in range(7):
+        p.read_req(stag(R_RW), to(R_RW), 256)
+
+
 def sc_responses(p, groups):
     """Answers to the QP's own Reads, in the order they are posted."""
     if groups & G_READ:
@@ -260,6 +266,7 @@ def conversations():
     add({"groups": all_g | G_7306, "rfc7306": True, "ird": 7, "ord_": 7},
         lambda p: sc_7306(p, all_g | G_7306))
     add({"groups": G_REG}, sc_invalidate)
+    add({"ird": 7, "groups": G_SEND, "emss": 0, "mk_tx": True, "tx_each": False}, sc_flood)
     add({"groups": all_g, "ird": 7, "ord_": 7}, sc_receives, sc_tagged, sc_reads,
         lambda p: sc_responses(p, all_g))
     for rtr in (RTR_SEND, RTR_WRITE, RTR_READ):
@@ -287,6 +294,8 @@ def conversation_seeds():
         dict(act_at=64, act=1 | 16),
         dict(seg=3, direct=True, act=32, seed=5),  # ERR while receiving directly
         dict(tx_each=False),
+        dict(act=128),             # destroyed without losing the connection
+        dict(act=128, tx_partial=True, seed=11),
     ]
     for kw, p in conversations():
         # Octet by octet by default: the QP's fenced Read goes out only
@@ -298,6 +307,34 @@ def conversation_seeds():
             markers = s.get("mk_rx", False)
             crc = s.get("crc", True)
             yield settings(**s) + p.stream(crc, markers)
+
+
+def reconnect_seeds():
+    """Two connections on the same QP (action bit 6): the second stream
+    starts exactly where the action fires (octet by octet, it fires at
+    len * settings[6] // 256), which zero-length Writes at the end of the
+    second stream line up."""
+    convs = conversations()
+    pairs = [(0, 0), (0, 3), (1, 1), (8, 0)]
+    for a, b in pairs:
+        kw1, p1 = convs[a]
+        kw2, p2 = convs[b]
+        kw = dict(kw2)
+        kw.update(kw1)
+        kw["seg"] = 1
+        crc = kw.get("crc", True)
+        s1 = p1.stream(crc, kw.get("mk_rx", False))
+        for extra in range(40):
+            p2x = Peer()
+            p2x.out = p2.out + [tagged(OP_WRITE, 0, 0)] * extra
+            s2 = p2x.stream(crc, kw.get("mk_rx", False))
+            total = len(s1) + len(s2)
+            k = [k for k in range(256) if total * k // 256 == len(s1)]
+            if k:
+                kw["act_at"] = k[0]
+                kw["act"] = 64
+                yield settings(**kw) + s1 + s2
+                break
 
 
 # ---------------------------------------------------------------- vectors
@@ -330,6 +367,9 @@ def main(argv):
     os.makedirs(d, exist_ok=True)
     n = 0
     for seed in conversation_seeds():
+        sv.write_seed(d, seed)
+        n += 1
+    for seed in reconnect_seeds():
         sv.write_seed(d, seed)
         n += 1
     for seed in vector_seeds(argv[1:]):

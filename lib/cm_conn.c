@@ -10,6 +10,10 @@
  * 64 KiB bounce buffer; below IW_DIRECT_MIN octets one read into the bounce
  * buffer and a copy cost less than a system call per FPDU.
  * Transmit: everything the engine has queued goes out in one sendmsg().
+ * Tracing (trace.h): with a trace on the context, every successful send
+ * and receive hands the octets it moved to the tracer, and shutdown, end
+ * of stream and close tell it about FINs; with tracing off each hook is
+ * one branch on id->trace.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include "cm_int.h"
 #include "context.h"
 #include "ev.h"
+#include "trace.h"
 
 #define IW_DIRECT_MIN 2048
 #define IW_TX_IOV 512
@@ -61,8 +66,11 @@ static void send_mpa_terminate(struct iw_cm_id_int *id)
 	out.iov_cap = (int)(sizeof(iov) / sizeof(iov[0]));
 	if (iw_fpdu_encode(&tx, &out, h, (size_t)(n + m), NULL, 0) == 0) {
 		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)out.iovcnt};
-		if (sendmsg(id->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		ssize_t w = sendmsg(id->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0)
 			return; /* the close that follows tells the peer anyway */
+		if (id->trace)
+			iw_trace_data(id->trace, IW_TRACE_TX, iov, out.iovcnt, (size_t)w);
 	}
 }
 
@@ -127,6 +135,8 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 		pthread_mutex_lock(&id->txlock);
 		int fd = id->fd;
 		id->fd = -1;
+		struct iw_trace_conn *tc = id->trace;
+		id->trace = NULL;
 		pthread_mutex_unlock(&id->txlock);
 		if (abortive) {
 			/* RST instead of FIN: the peer learns at once. */
@@ -134,6 +144,7 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 			setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 		}
 		close(fd);
+		iw_trace_conn_end(tc, abortive);
 	}
 	free(id->hs);
 	id->hs = NULL;
@@ -145,6 +156,26 @@ static void fill_addrs(struct iw_cm_id_int *id)
 	getsockname(id->fd, (struct sockaddr *)&id->pub.local_addr, &l);
 	l = sizeof(id->pub.peer_addr);
 	getpeername(id->fd, (struct sockaddr *)&id->pub.peer_addr, &l);
+}
+
+/* The TCP connection is up (addresses filled): with a trace on the
+ * context, start this connection's part of it, before any octet moves. */
+static void trace_start(struct iw_cm_id_int *id)
+{
+	struct iw_trace *t = id->pub.context->trace;
+	if (!t)
+		return;
+	int mss = 0;
+	socklen_t l = sizeof(mss);
+	if (getsockopt(id->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss < 0)
+		mss = 0;
+	struct iw_trace_conn *tc =
+		iw_trace_conn_new(t, (const struct sockaddr *)&id->pub.local_addr,
+				  (const struct sockaddr *)&id->pub.peer_addr, id->initiator,
+				  (uint32_t)mss);
+	pthread_mutex_lock(&id->txlock);
+	id->trace = tc;
+	pthread_mutex_unlock(&id->txlock);
 }
 
 /* A connection attempt failed: tell the application, close, and leave the
@@ -194,9 +225,39 @@ static void maybe_fin(struct iw_cm_id_int *id)
 		return;
 	shutdown(id->fd, SHUT_WR);
 	id->fin_sent = true;
+	if (id->trace)
+		iw_trace_fin(id->trace, IW_TRACE_TX);
 }
 
 /* ------------------------------------------------------------ transmit */
+
+/* sendmsg with the trace on: the octets are copied before they go out, and
+ * only what was copied is offered (a partial write, as the kernel may make
+ * anyway), so that nothing sent escapes the copy. */
+static ssize_t sendmsg_traced(struct iw_cm_id_int *id, struct msghdr *m)
+{
+	struct iw_trace_tx tx;
+	iw_trace_tx_begin(id->trace, &tx, m->msg_iov, (int)m->msg_iovlen);
+	size_t k = 0, left = tx.len, cut = 0, iovlen = m->msg_iovlen;
+	if (tx.pos != UINT64_MAX) {
+		while (k < iovlen && left > m->msg_iov[k].iov_len)
+			left -= m->msg_iov[k++].iov_len;
+		if (k < iovlen) {
+			cut = m->msg_iov[k].iov_len;
+			m->msg_iov[k].iov_len = left;
+			m->msg_iovlen = k + 1;
+		}
+	}
+	ssize_t w = sendmsg(id->fd, m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	int e = errno;
+	if (k < iovlen && tx.pos != UINT64_MAX) {
+		m->msg_iov[k].iov_len = cut;
+		m->msg_iovlen = iovlen;
+	}
+	iw_trace_tx_end(id->trace, &tx, m->msg_iov, (int)m->msg_iovlen, w > 0 ? (size_t)w : 0);
+	errno = e;
+	return w;
+}
 
 /* 0: all written; 1: the socket is full; -errno: the connection failed. */
 static int write_loop(struct iw_cm_id_int *id)
@@ -207,7 +268,8 @@ static int write_loop(struct iw_cm_id_int *id)
 		if (n <= 0)
 			return n;
 		struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-		ssize_t w = sendmsg(id->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = id->trace ? sendmsg_traced(id, &m)
+				      : sendmsg(id->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -347,9 +409,19 @@ static ssize_t rx_once(struct iw_cm_id_int *id)
 	}
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
-	if (n == 0)
+	if (n == 0) {
+		if (id->trace)
+			iw_trace_fin(id->trace, IW_TRACE_RX);
 		return 0;
+	}
 	size_t take = (size_t)n < d ? (size_t)n : d;
+	if (id->trace) {
+		/* In stream order: the directly placed part, then the rest.
+		 * Taken before the engine sees them (a completed receive's
+		 * buffer is the application's again). */
+		struct iovec got[2] = {{dst, take}, {bounce, (size_t)n - take}};
+		iw_trace_data(id->trace, IW_TRACE_RX, got, 2, (size_t)n);
+	}
 	if (take)
 		iw_qp_rx_direct_done(id->qp, take);
 	rx_feed(id, bounce, (size_t)n - take);
@@ -408,6 +480,13 @@ static void read_mpa(struct iw_cm_id_int *id)
 	ssize_t n = recv(id->fd, bounce, cap, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
+	if (id->trace && n >= 0) {
+		struct iovec got = {bounce, (size_t)n};
+		if (n > 0)
+			iw_trace_data(id->trace, IW_TRACE_RX, &got, 1, (size_t)n);
+		else
+			iw_trace_fin(id->trace, IW_TRACE_RX);
+	}
 	if (n <= 0) {
 		if (id->initiator)
 			fail(id, IW_CM_EVENT_CONNECT_ERROR, n == 0 ? ECONNRESET : errno);
@@ -476,6 +555,10 @@ static bool write_hs(struct iw_cm_id_int *id)
 				return false;
 			return false;
 		}
+		if (id->trace) {
+			struct iovec sent = {(void *)p, (size_t)w};
+			iw_trace_data(id->trace, IW_TRACE_TX, &sent, 1, (size_t)w);
+		}
 		iw_mpa_hs_tx_done(id->hs, (size_t)w);
 	}
 	return true;
@@ -495,6 +578,8 @@ static void reply_written(struct iw_cm_id_int *id)
 		return;
 	}
 	shutdown(id->fd, SHUT_WR);
+	if (id->trace)
+		iw_trace_fin(id->trace, IW_TRACE_TX);
 	close_fd(id, false);
 	id->state = IW_CS_CLOSED;
 }
@@ -503,6 +588,7 @@ static int start_initiator(struct iw_cm_id_int *id)
 {
 	id->state = IW_CS_MPA;
 	fill_addrs(id);
+	trace_start(id);
 	timer_arm(id, id->opts.timeout_ms);
 	event_add(id->rd, NULL);
 	if (!write_hs(id) && !iw_mpa_hs_tx(id->hs, &(size_t){0}))
@@ -600,6 +686,7 @@ static void accept_one(struct iw_cm_id_int *l, int fd)
 		return;
 	}
 	fill_addrs(id);
+	trace_start(id);
 	id->state = IW_CS_MPA;
 	event_add(id->rd, NULL);
 	/* A Request that never completes is dropped, as siw does after 5 s. */

@@ -19,6 +19,7 @@
 #include "qp.h"
 
 struct event;
+struct iw_trace_conn;
 
 struct iw_cm_channel_int {
 	struct iw_cm_channel pub;
@@ -62,6 +63,9 @@ struct iw_cm_id_int {
 	bool on_work;
 	pthread_mutex_t txlock;
 	atomic_int tx_req;
+	/* pcap trace of this connection (trace.h), NULL when off; set and
+	 * cleared under txlock, as the transmit path reads it there. */
+	struct iw_trace_conn *trace;
 	struct iw_mpa_result res;
 	int backlog;
 	/* Responder ids not yet shown to the application (MPA state) stay

@@ -10,6 +10,7 @@
 
 #include "context.h"
 #include "ev.h"
+#include "trace.h"
 #include "visibility.h"
 
 struct iw_context *iw_context_core_new(void)
@@ -42,7 +43,7 @@ void iw_context_core_free(struct iw_context *ctx)
 	iw_async_cleanup(ctx);
 	iw_mem_table_cleanup(&ctx->mem);
 	pthread_mutex_destroy(&ctx->lock);
-	free(ctx->pcap_path);
+	iw_trace_free(ctx->trace, NULL);
 	free(ctx);
 }
 
@@ -51,17 +52,16 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 	struct iw_context *ctx = iw_context_core_new();
 	if (!ctx)
 		return NULL;
-	const char *pcap = NULL;
-	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_PCAP))
-		pcap = attr->pcap_path;
-	if (!pcap)
-		pcap = getenv("IWARP_PCAP");
-	if (pcap && *pcap && !(ctx->pcap_path = strdup(pcap))) {
+	struct iw_trace_opts to;
+	int rc = iw_trace_opts_get(&to, attr);
+	if (rc == 0 && to.path)
+		rc = iw_trace_new(&ctx->trace, &to);
+	if (rc) {
 		iw_context_core_free(ctx);
-		errno = ENOMEM;
+		errno = rc;
 		return NULL;
 	}
-	int rc = iw_ev_init(ctx, attr ? attr->base : NULL);
+	rc = iw_ev_init(ctx, attr ? attr->base : NULL);
 	if (rc) {
 		iw_context_core_free(ctx);
 		errno = rc;

@@ -15,7 +15,8 @@
 #include "iwarp/verbs.h"
 #include "mem.h"
 
-struct iw_ev; /* ev.c's per-context state */
+struct iw_ev;    /* ev.c's per-context state */
+struct iw_trace; /* trace.c */
 
 struct iw_context {
 	pthread_mutex_t lock; /* object lists and numbering */
@@ -25,7 +26,7 @@ struct iw_context {
 	atomic_uint next_pd;
 	atomic_int num_objs;  /* PDs, CQs and completion channels alive */
 	struct iw_ev *ev;     /* loop, kick fd, own thread */
-	char *pcap_path;      /* NULL: no tracing */
+	struct iw_trace *trace; /* NULL: no tracing (trace.h) */
 	atomic_uint async_lost; /* events iw_async_raise could not allocate */
 };
 

@@ -24,12 +24,15 @@
 #define TCP_HDR_LEN 20
 #define TCP_OPT_MSS_LEN 4
 #define IP_PROTO_TCP 6
+#define IP_PROTO_UDP 17
+#define UDP_HDR_LEN 8
+#define SYSLOG_PORT 514
 #define SYNTH_TTL 64
 #define TCP_WINDOW 0xFFFF
 /* Largest header we build: Ethernet + IPv6 + TCP with the MSS option. */
 #define FRAME_HDR_MAX (ETH_HDR_LEN + IPV6_HDR_LEN + TCP_HDR_LEN + TCP_OPT_MSS_LEN)
 
-enum { TCP_FIN = 0x01, TCP_SYN = 0x02, TCP_PSH = 0x08, TCP_ACK = 0x10 };
+enum { TCP_FIN = 0x01, TCP_SYN = 0x02, TCP_RST = 0x04, TCP_PSH = 0x08, TCP_ACK = 0x10 };
 
 /* ------------------------------------------------------- file records */
 
@@ -109,6 +112,28 @@ struct csum {
 	bool odd;
 };
 
+/* The sum of the even-aligned 16-bit big-endian words of p[0..n), n a
+ * multiple of 8, taken 8 octets at a time: one's complement addition is
+ * byte-order independent (RFC 1071 2(B)), so native words are summed, in
+ * 32-bit halves so that no carry is lost, and the folded result is put
+ * back in network order. The tracer checksums every octet it writes. */
+static uint32_t csum_bulk(const uint8_t *p, size_t n)
+{
+	uint64_t acc = 0;
+	for (; n; p += 8, n -= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		acc += (v & 0xFFFFFFFFu) + (v >> 32);
+	}
+	while (acc >> 16)
+		acc = (acc & 0xFFFF) + (acc >> 16);
+	uint16_t s = (uint16_t)acc;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	s = (uint16_t)(s << 8 | s >> 8);
+#endif
+	return s;
+}
+
 static void csum_add(struct csum *c, const uint8_t *p, size_t n)
 {
 	if (n && c->odd) {
@@ -116,6 +141,11 @@ static void csum_add(struct csum *c, const uint8_t *p, size_t n)
 		n--;
 		c->odd = false;
 	}
+	/* acc in csum_bulk would overflow only past 2^34 octets. */
+	size_t bulk = n & ~(size_t)7;
+	c->sum += csum_bulk(p, bulk);
+	p += bulk;
+	n -= bulk;
 	for (; n >= 2; p += 2, n -= 2)
 		c->sum += (uint32_t)((p[0] << 8) | p[1]);
 	if (n) {
@@ -285,6 +315,19 @@ static size_t put_tcp(uint8_t *h, const struct iw_pcapw_flow *f, int dir, const 
 	return len;
 }
 
+/* The 16-octet record header: timestamp, captured and original length. */
+static void put_rec_hdr(uint8_t *rec, const struct iw_pcapw *w, size_t frame_len, uint64_t ts_ns)
+{
+	uint64_t sec = ts_ns / 1000000000u, frac = ts_ns % 1000000000u;
+
+	if (!(w->flags & IW_PCAPW_NSEC))
+		frac /= 1000;
+	iw_put_le32(rec, (uint32_t)sec);
+	iw_put_le32(rec + 4, (uint32_t)frac);
+	iw_put_le32(rec + 8, (uint32_t)frame_len);
+	iw_put_le32(rec + 12, (uint32_t)frame_len);
+}
+
 /* Build and write one frame. Sequence state is the caller's. */
 static int emit(struct iw_pcapw_flow *f, int dir, struct seg *s, uint64_t ts_ns)
 {
@@ -295,7 +338,6 @@ static int emit(struct iw_pcapw_flow *f, int dir, struct seg *s, uint64_t ts_ns)
 	size_t tcp_len = put_tcp(tcp, f, dir, s);
 	size_t ip_hlen = is_v6(f) ? IPV6_HDR_LEN : IPV4_HDR_LEN;
 	size_t frame_len = ETH_HDR_LEN + ip_hlen + tcp_len + s->len;
-	uint64_t sec = ts_ns / 1000000000u, frac = ts_ns % 1000000000u;
 
 	if (reserve(w, PCAP_REC_HDR_LEN + frame_len))
 		return w->err;
@@ -306,12 +348,7 @@ static int emit(struct iw_pcapw_flow *f, int dir, struct seg *s, uint64_t ts_ns)
 		n += put_ipv4(h + n, f, dir, tcp_len + s->len);
 	memcpy(h + n, tcp, tcp_len);
 	n += tcp_len;
-	if (!(w->flags & IW_PCAPW_NSEC))
-		frac /= 1000;
-	iw_put_le32(rec, (uint32_t)sec);
-	iw_put_le32(rec + 4, (uint32_t)frac);
-	iw_put_le32(rec + 8, (uint32_t)frame_len);
-	iw_put_le32(rec + 12, (uint32_t)frame_len);
+	put_rec_hdr(rec, w, frame_len, ts_ns);
 	if (out(w, rec, sizeof(rec)) || out(w, h, n) || out_iov(w, &s->pos, s->len))
 		return w->err;
 	w->records++;
@@ -431,5 +468,65 @@ int iw_pcapw_fin(struct iw_pcapw_flow *f, enum iw_pcapw_dir dir, uint64_t ts_ns)
 			return f->w->err;
 		f->both_fin = true;
 	}
+	return 0;
+}
+
+int iw_pcapw_rst(struct iw_pcapw_flow *f, enum iw_pcapw_dir dir, uint64_t ts_ns)
+{
+	if (!f || (dir != IW_PCAPW_A2B && dir != IW_PCAPW_B2A))
+		return -EINVAL;
+	if (emit_ctl(f, dir, TCP_RST | TCP_ACK, f->ep[dir].nxt, ts_ns))
+		return f->w->err;
+	f->ep[0].fin = f->ep[1].fin = true;
+	f->both_fin = true;
+	return 0;
+}
+
+/* ------------------------------------------------------- notes */
+
+int iw_pcapw_note(struct iw_pcapw *w, const char *text, uint64_t ts_ns)
+{
+	static const uint8_t lo[4] = {127, 0, 0, 1};
+	static const char pri[] = "<12>"; /* facility user, severity warning */
+	uint8_t rec[PCAP_REC_HDR_LEN], h[ETH_HDR_LEN + IPV4_HDR_LEN + UDP_HDR_LEN];
+	uint8_t *ip = h + ETH_HDR_LEN, *udp = ip + IPV4_HDR_LEN;
+	uint8_t pseudo[12] = {0};
+	size_t len = text ? strnlen(text, IW_PCAPW_NOTE_MAX) : 0;
+	size_t udp_len = UDP_HDR_LEN + sizeof(pri) - 1 + len;
+	struct csum c = {0, false};
+
+	if (!w || !w->fp || !text)
+		return -EINVAL;
+	if (reserve(w, PCAP_REC_HDR_LEN + sizeof(h) + udp_len - UDP_HDR_LEN))
+		return w->err;
+	memset(h, 0, sizeof(h));
+	h[0] = h[6] = 0x02; /* locally administered MACs, as for flows */
+	iw_put_be16(h + 12, ETHERTYPE_IPV4);
+	ip[0] = 0x45;
+	iw_put_be16(ip + 2, (uint16_t)(IPV4_HDR_LEN + udp_len));
+	ip[8] = SYNTH_TTL;
+	ip[9] = IP_PROTO_UDP;
+	memcpy(ip + 12, lo, 4);
+	memcpy(ip + 16, lo, 4);
+	iw_put_be16(ip + 10, iw_pcapw_inet_csum(ip, IPV4_HDR_LEN));
+	iw_put_be16(udp, SYSLOG_PORT);
+	iw_put_be16(udp + 2, SYSLOG_PORT);
+	iw_put_be16(udp + 4, (uint16_t)udp_len);
+	/* UDP checksum: pseudo-header (addresses, protocol, length), header, data. */
+	memcpy(pseudo, lo, 4);
+	memcpy(pseudo + 4, lo, 4);
+	pseudo[9] = IP_PROTO_UDP;
+	iw_put_be16(pseudo + 10, (uint16_t)udp_len);
+	csum_add(&c, pseudo, sizeof(pseudo));
+	csum_add(&c, udp, UDP_HDR_LEN);
+	csum_add(&c, (const uint8_t *)pri, sizeof(pri) - 1);
+	csum_add(&c, (const uint8_t *)text, len);
+	uint16_t sum = csum_fold(c.sum);
+	iw_put_be16(udp + 6, sum ? sum : 0xFFFF); /* 0 would mean "no checksum" */
+	put_rec_hdr(rec, w, sizeof(h) + udp_len - UDP_HDR_LEN, ts_ns);
+	if (out(w, rec, sizeof(rec)) || out(w, h, sizeof(h)) || out(w, pri, sizeof(pri) - 1) ||
+	    out(w, text, len))
+		return w->err;
+	w->records++;
 	return 0;
 }

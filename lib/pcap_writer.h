@@ -52,7 +52,7 @@ struct iw_pcapw_ep {
 	uint32_t isn;     /* initial sequence number */
 	uint32_t nxt;     /* next sequence number this side sends */
 	uint16_t ip_id;   /* next IPv4 identification */
-	bool fin;         /* this side has sent its FIN */
+	bool fin;         /* this side has sent its FIN (or the flow was reset) */
 };
 
 /* Direction of a segment: side 0 (the first endpoint given, usually the
@@ -100,6 +100,22 @@ int iw_pcapw_data(struct iw_pcapw_flow *f, enum iw_pcapw_dir dir, const struct i
 /* FIN+ACK from one side. When both sides have sent theirs, the closing ACK
  * follows. Returns 0, -EINVAL (FIN already sent) or the writer's error. */
 int iw_pcapw_fin(struct iw_pcapw_flow *f, enum iw_pcapw_dir dir, uint64_t ts_ns);
+
+/* RST+ACK from one side: an abortive close. The flow takes nothing more
+ * (both sides count as finished). Returns 0, -EINVAL or the writer's
+ * error. */
+int iw_pcapw_rst(struct iw_pcapw_flow *f, enum iw_pcapw_dir dir, uint64_t ts_ns);
+
+/* Longest note text; longer text is cut. */
+#define IW_PCAPW_NOTE_MAX 200
+/* Octets a note record takes in the file at most. */
+#define IW_PCAPW_NOTE_RECORD_MAX (16 + 14 + 20 + 8 + 4 + IW_PCAPW_NOTE_MAX)
+
+/* A note in the capture itself: a syslog message (UDP, 127.0.0.1 port 514
+ * to itself, severity warning), which Wireshark shows as text. Classic pcap
+ * has no comments; the tracer says this way that a trace is incomplete.
+ * Returns 0 or the writer's error (the byte cap applies). */
+int iw_pcapw_note(struct iw_pcapw *w, const char *text, uint64_t ts_ns);
 
 /* The Internet checksum (RFC 1071) of buf, folded and complemented: what
  * goes into an IPv4 header checksum field. Exposed for the tests. */

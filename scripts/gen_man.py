@@ -852,8 +852,14 @@ connection behave like any of those peers.""".split("\n"):
     a(".SH ENVIRONMENT")
     a(".TP")
     a(".B IWARP_PCAP")
-    a("A pcap trace path for contexts whose attributes do not set one; see")
+    a("A pcap trace path for contexts whose attributes do not set one: every")
+    a("connection's octets, both ways, as TCP that Wireshark decodes; \"%p\" becomes")
+    a("the process ID. See")
     a(".BR iw_context_new (3).")
+    a(".TP")
+    a(".B IWARP_PCAP_MAX")
+    a("The size cap of such a trace, in octets, with an optional K, M, G or T")
+    a("suffix (powers of 1024); default 1G. Tracing stops at the cap.")
     a(".SH EXAMPLES")
     for l in """examples/example_server.c and examples/example_client.c in the source
 tree are a complete program pair: the client connects, both advertise a

@@ -20,5 +20,6 @@ Suite *suite_cq(void);
 Suite *suite_mpa_hs(void);
 Suite *suite_loopback(void);
 Suite *suite_qp(void);
+Suite *suite_trace(void);
 
 #endif

@@ -58,7 +58,8 @@ struct iw_comp_channel;
 /* ============================================================ context */
 
 enum iw_context_attr_mask {
-	IW_CONTEXT_ATTR_PCAP = 1 << 0, /* pcap_path is valid */
+	IW_CONTEXT_ATTR_PCAP = 1 << 0,     /* pcap_path is valid */
+	IW_CONTEXT_ATTR_PCAP_MAX = 1 << 1, /* pcap_max_bytes is valid */
 };
 
 struct iw_context_attr {
@@ -66,10 +67,26 @@ struct iw_context_attr {
 	/* The application's loop. NULL: the context starts its own loop
 	 * thread (convenience mode). */
 	struct event_base *base;
-	/* Trace every connection's bytes as pcap (IWARP_PCAP in the
-	 * environment does the same for programs that do not set it).
-	 * Recorded only: this version writes no trace. */
+	/* Trace every connection's octets, both ways, into this pcap file
+	 * (IWARP_PCAP in the environment does the same for programs that do
+	 * not set it). "%p" in the path becomes the process ID; a second
+	 * context of the process on the same path writes "<name>-2<.ext>".
+	 * Each connection appears as TCP with its real addresses and ports,
+	 * a synthesised handshake, consistent sequence numbers and a FIN (RST
+	 * for an abortive close) at the end, so that Wireshark decodes the MPA
+	 * exchange and every FPDU. Octets are copied to a bounded queue that a
+	 * thread of the trace writes out: the data path never waits for the
+	 * disk, and what does not fit the queue is dropped (a gap in the
+	 * stream). NULL: no trace. */
 	const char *pcap_path;
+	/* Size cap of the trace file in octets (IWARP_PCAP_MAX in the
+	 * environment, with an optional K, M, G or T suffix, otherwise). 0:
+	 * the default, 1 GiB; below 1024: EINVAL. The trace stops at the
+	 * last record that fits, for good (no rotation: a file without the
+	 * MPA exchange cannot be decoded). A trace that dropped octets or
+	 * reached the cap ends with a syslog record that says so, and a line
+	 * on stderr when the context is freed. */
+	uint64_t pcap_max_bytes;
 };
 
 /*
@@ -81,16 +98,25 @@ struct iw_context_attr {
  * call this on the thread that runs the loop, or before the loop runs. The
  * base is the application's: it must outlive the context and keep being
  * dispatched (CM calls from other threads wait for it). With attr->base
- * NULL the context starts its own loop thread. pcap_path (with
- * IW_CONTEXT_ATTR_PCAP in comp_mask, else $IWARP_PCAP) is copied; this
- * version records it but writes no trace.
+ * NULL the context starts its own loop thread. With pcap_path (with
+ * IW_CONTEXT_ATTR_PCAP in comp_mask, else $IWARP_PCAP) the trace file is
+ * created now and written by a thread of the context until
+ * iw_context_free; pcap_max_bytes (IW_CONTEXT_ATTR_PCAP_MAX, else
+ * $IWARP_PCAP_MAX) bounds it. What the trace holds, and what happens
+ * when it cannot keep up or is full, is told at struct iw_context_attr in
+ * <iwarp/verbs.h>.
  *
  * Returns: the context, or NULL with errno set.
  * Errors:
+ *   EINVAL  pcap_max_bytes (or IWARP_PCAP_MAX) below 1024, or
+ *           IWARP_PCAP_MAX is not a number with an optional K/M/G/T.
+ *   ENOENT  The trace file could not be created; any errno of fopen(3)
+ *           (EACCES, EROFS, ...) is passed on the same way.
  *   ENOMEM  Out of memory, or the event base could not be created.
  *   EMFILE  No file descriptor for the event queue or the loop's wake-up
  *           eventfd (ENFILE: the system-wide limit).
- *   EAGAIN  The loop thread could not be started (pthread_create).
+ *   EAGAIN  The loop thread or the trace writer thread could not be
+ *           started (pthread_create).
  */
 struct iw_context *iw_context_new(const struct iw_context_attr *attr);
 /*
@@ -98,10 +124,11 @@ struct iw_context *iw_context_new(const struct iw_context_attr *attr);
  * (EBUSY); nothing else is checked: destroy every PD, MR, CQ, QP, SRQ and
  * channel first. MRs still registered are freed with the context (their
  * struct iw_mr becomes invalid) and queued asynchronous events are dropped.
- * In convenience mode the loop thread is stopped and joined. With an
- * application base, the context's event is removed from the base (call this
- * on the loop thread or while the loop is not running); the base itself is
- * not freed.
+ * In convenience mode the loop thread is stopped and joined. A trace
+ * (pcap_path) is finished: what is still queued is written, the file is
+ * closed and the writer thread joined. With an application base, the
+ * context's event is removed from the base (call this on the loop thread
+ * or while the loop is not running); the base itself is not freed.
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:

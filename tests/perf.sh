@@ -1,0 +1,190 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# iwarp-perf over 127.0.0.1, kept short for CI:
+#  - a server process and a client process for each test (write, read, send,
+#    write_lat, send_lat), once with the iwarp-perf extension and once as
+#    two perftests would talk (--as-perftest on both, same options): both
+#    exit 0, bandwidth rows are non-zero, latency rows carry figures;
+#  - an -a sweep over a small range, -q 2, -b, -D;
+#  - --json parses (python3 -m json.tool), --tcp prints an iWARP/TCP ratio,
+#    the in-process --loopback mode, --idle;
+#  - bad options exit 2, a server that is not there exits 3 at once.
+# Uses tools/iwarp-perf of IW_BUILDDIR (set by make check; . otherwise).
+# Every program runs under a time limit: a hang is a failure, never a pass.
+set -u
+
+B=${IW_BUILDDIR:-.}
+PERF=$B/tools/iwarp-perf
+PY=${PYTHON3:-python3}
+[ -x "$PERF" ] || { echo "perf.sh: $PERF not built" >&2; exit 1; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/iw_perf.XXXXXX") || exit 1
+SPID=
+cleanup() {
+	[ -n "$SPID" ] && { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; }
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+LIMIT=60
+TO=
+command -v timeout >/dev/null 2>&1 && TO="timeout $LIMIT"
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() {
+	fail=$((fail + 1))
+	echo "FAIL: $*"
+	for f in "$TMP"/server.out "$TMP"/client.out; do
+		[ -s "$f" ] && { echo "--- $f"; cat "$f"; }
+	done
+}
+
+# Start a server with the given options on a free port: sets PORT, SPID.
+start_server() {
+	try=0
+	while [ $try -lt 20 ]; do
+		PORT=$((20000 + ($$ * 13 + try * 4099 + pass * 97) % 40000))
+		: >"$TMP/server.out"
+		$TO "$PERF" --server -p "$PORT" "$@" >"$TMP/server.out" 2>&1 &
+		SPID=$!
+		i=0
+		while [ $i -lt 200 ]; do
+			grep -q "listening on port" "$TMP/server.out" && return 0
+			kill -0 "$SPID" 2>/dev/null || break
+			sleep 0.05
+			i=$((i + 1))
+		done
+		kill "$SPID" 2>/dev/null
+		wait "$SPID" 2>/dev/null
+		SPID=
+		try=$((try + 1))
+	done
+	return 1
+}
+
+# The data rows of a table: lines that start with a size.
+rows() { grep -E '^ [0-9]+ ' "$1"; }
+
+# At least $2 rows, each with a non-zero figure: t_typical[usec] (column 4)
+# in a latency table, MsgRate[Mpps] (column 7, six decimals) otherwise.
+rows_nonzero() {
+	c=7
+	grep -q 't_typical' "$1" && c=4
+	n=$(rows "$1" | wc -l)
+	z=$(rows "$1" | awk -v c="$c" '$c + 0 <= 0' | wc -l)
+	[ "$n" -ge "$2" ] && [ "$z" -eq 0 ]
+}
+
+# pair NAME EXPECTED_ROWS OPTIONS...: server and client with the options.
+pair() {
+	name=$1
+	want=$2
+	shift 2
+	if ! start_server "$@"; then
+		bad "$name: the server never listened"
+		return
+	fi
+	$TO "$PERF" -p "$PORT" "$@" 127.0.0.1 >"$TMP/client.out" 2>&1
+	crc=$?
+	wait "$SPID"
+	src=$?
+	SPID=
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		bad "$name: client exited $crc, server $src"
+	elif ! rows_nonzero "$TMP/client.out" "$want"; then
+		bad "$name: client table has not $want non-zero rows"
+	elif ! rows_nonzero "$TMP/server.out" 1; then
+		bad "$name: server table has no non-zero row"
+	else
+		ok "$name ($(rows "$TMP/client.out" | wc -l) rows)"
+	fi
+}
+
+for t in write read send write_lat send_lat; do
+	pair "$t" 1 --test "$t" -s 4096 -n 200
+	pair "$t as perftest" 1 --as-perftest --test "$t" -s 4096 -n 200
+done
+pair "write -a 2..1024" 10 --test write -a --max-size 1024 -n 50
+pair "send -a as perftest" 8 --as-perftest --test send -a --max-size 256 -n 50
+pair "write_lat -a as perftest" 6 --as-perftest --test write_lat -a --max-size 64 -n 50
+pair "read -q 2" 1 --test read -q 2 -s 8192 -n 200
+pair "send -q 2 -b" 1 --test send -q 2 -b -s 1024 -n 300
+pair "write -b as perftest" 1 --as-perftest --test write -b -s 65536 -n 200
+pair "send -D 0.3" 1 --test send -D 0.3 -s 2048
+
+# --json: one document.
+if command -v "$PY" >/dev/null 2>&1; then
+	if $TO "$PERF" --test read -s 1024 -n 100 --json >"$TMP/client.out" 2>&1 &&
+		"$PY" -m json.tool "$TMP/client.out" >/dev/null 2>&1 &&
+		grep -q '"bw_avg_gbps"' "$TMP/client.out"; then
+		ok "--json parses"
+	else
+		bad "--json does not parse"
+	fi
+	if start_server --json && $TO "$PERF" -p "$PORT" --test write_lat -n 100 --json 127.0.0.1 \
+		>"$TMP/client.out" 2>&1 && wait "$SPID" && "$PY" -m json.tool "$TMP/client.out" \
+		>/dev/null 2>&1 && grep -q '"t_p999_us"' "$TMP/client.out"; then
+		ok "--json of a latency client parses"
+	else
+		bad "--json of a latency client"
+	fi
+	SPID=
+else
+	echo "SKIP: no python3 for --json"
+fi
+
+# --tcp: a ratio column, in-process and between processes.
+$TO "$PERF" --test write -s 65536 -n 300 --tcp >"$TMP/client.out" 2>&1
+if [ $? -eq 0 ] && grep -q 'iWARP/TCP' "$TMP/client.out" &&
+	rows "$TMP/client.out" | awk '{ if ($NF + 0 <= 0) exit 1 }'; then
+	ok "--tcp prints a ratio (loopback)"
+else
+	bad "--tcp (loopback)"
+fi
+pair "send_lat --tcp" 1 --test send_lat -n 200 --tcp
+grep -q 'iWARP/TCP' "$TMP/client.out" && ok "--tcp ratio between processes" ||
+	bad "--tcp between processes: no ratio"
+
+# The in-process mode, as scripts/demo.sh runs it, and --idle.
+if $TO "$PERF" --test send -s 65536 -D 0.2 >"$TMP/client.out" 2>&1 &&
+	rows_nonzero "$TMP/client.out" 1; then
+	ok "default (loopback) mode"
+else
+	bad "default (loopback) mode"
+fi
+if $TO "$PERF" --idle 4 >"$TMP/client.out" 2>&1 && grep -q 'bytes of heap per endpoint' "$TMP/client.out"; then
+	ok "--idle"
+else
+	bad "--idle"
+fi
+
+# Usage errors: exit 2 and a message.
+for args in "--bogus" "-s 0" "-s 9m" "--test nope" "-n 5 -D 1" "--test write_lat -b" \
+	"-q 0" "-t 0" "--crc maybe" "-a -D 1" "a b" "-s"; do
+	# shellcheck disable=SC2086
+	$TO "$PERF" $args >"$TMP/client.out" 2>&1
+	rc=$?
+	if [ $rc -eq 2 ] && [ -s "$TMP/client.out" ]; then
+		ok "usage error: $args"
+	else
+		bad "usage error: $args exited $rc"
+	fi
+done
+
+# Nobody listening: exit 3, at once.
+start=$(date +%s)
+$TO "$PERF" -p 9 --test write -n 100 127.0.0.1 >"$TMP/client.out" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+if [ $rc -eq 3 ] && [ $took -le 5 ] && grep -q 'refused' "$TMP/client.out"; then
+	ok "no server: exit 3 in ${took}s"
+else
+	bad "no server: exit $rc after ${took}s"
+fi
+
+echo "perf.sh: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The bandwidth loops: RDMA WRITE, READ or SEND from every QP in turn, keep
+ * tx_depth of them in flight, and (send tests) receive with credits.
+ *
+ * What is mirrored from perftest (src/perftest_resources.c):
+ *  - run_iter_bw: per QP post while scnt - ccnt < tx_depth; only every
+ *    cq_mod-th WR and the last one are signaled; addresses, local and
+ *    remote, advance by INC(size) = size rounded up to the cache line and
+ *    wrap inside cycle_buffer when size <= cycle_buffer / 2
+ *    (increase_loc_addr, increase_rem_addr), so the peer's buffer of
+ *    max(size, cycle_buffer) is never overrun.
+ *  - Send over iWARP has no receiver-not-ready retry, so ib_send_bw uses
+ *    credits (send_rcredit, ctx_alloc_credit, ctx_set_credit_wqes): the
+ *    receiver posts rx_depth receives, reposts one per completion while
+ *    fewer than iters were posted (all of them with -D), and every
+ *    rx_depth/3 receives RDMA-WRITEs its count of receives (a u32 in its
+ *    own byte order) to the sender's credit word for that QP, whose address
+ *    and rkey travel in pingpong_dest; the sender does not post while
+ *    scnt + 1 - credit >= rx_depth (run_iter_bw, run_iter_bw_server,
+ *    run_iter_bi).
+ *  - The receiver's clock starts at its first receive (set_on_first_rx_packet).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+#define CREDIT_TAG (1ull << 63)
+#define SEQ_MASK ((1ull << 48) - 1)
+
+struct bw_qp {
+	uint64_t scnt, ccnt, last_sig; /* posted, completed, after the last signaled */
+	uint64_t rcnt, rposted;
+	uint32_t credits_out;
+	uint64_t loc, rem;             /* the next addresses */
+};
+
+struct bw_run {
+	struct perf_sess *s;
+	uint64_t size, iters;
+	bool tx, rx, timed, armed;
+	double deadline, t0, t_end, rx_t0, rx_end, last_move;
+	uint32_t cq_mod, inc, per_cycle, rx_depth, credit_every, sq_cap;
+	struct bw_qp q[PERF_MAX_QPS];
+	uint64_t tx_msgs, rx_msgs;
+	struct perf_trace trace;
+	struct perf_progress prog;
+};
+
+static uint32_t inc_of(uint64_t size, uint32_t cl)
+{
+	if (size <= cl)
+		return cl;
+	return (uint32_t)((size + cl - 1) / cl * cl);
+}
+
+static enum iw_wr_opcode opcode(enum perf_test t)
+{
+	return t == PT_READ ? IW_WR_RDMA_READ : t == PT_SEND ? IW_WR_SEND : IW_WR_RDMA_WRITE;
+}
+
+static volatile uint32_t *credit_word(struct bw_run *b, uint32_t i)
+{
+	return &b->s->ctrl[b->s->nqp + i];
+}
+
+static bool may_post(struct bw_run *b, uint32_t i, double now)
+{
+	struct bw_qp *q = &b->q[i];
+	if (b->timed ? now >= b->deadline : q->scnt >= b->iters)
+		return false;
+	if (q->scnt - q->ccnt >= b->s->o.tx_depth)
+		return false;
+	if (b->s->o.test == PT_SEND) {
+		uint32_t window = (uint32_t)(q->scnt + 1) - *credit_word(b, i);
+		if (window >= b->rx_depth)
+			return false;
+	}
+	return true;
+}
+
+static int post_data(struct bw_run *b, uint32_t i)
+{
+	struct perf_sess *s = b->s;
+	struct bw_qp *q = &b->q[i];
+	/* With -D the last WR is unknown: near the end signal them all, so the
+	 * count of completed ones stays exact. */
+	bool sig = q->scnt % b->cq_mod == b->cq_mod - 1 ||
+		   (!b->timed && q->scnt == b->iters - 1) ||
+		   (b->timed && perf_now() > b->deadline - 0.05);
+	struct iw_sge sge = {.addr = q->loc, .length = (uint32_t)b->size, .lkey = s->mr->lkey};
+	struct iw_send_wr wr = {.wr_id = (uint64_t)i << 48 | q->scnt, .sg_list = &sge,
+				.num_sge = 1, .opcode = opcode(s->o.test),
+				.send_flags = sig ? IW_SEND_SIGNALED : 0};
+	wr.wr.rdma.remote_addr = q->rem;
+	wr.wr.rdma.rkey = s->rem[i].rkey;
+	struct iw_send_wr *bad;
+	int rc = iw_post_send(s->ids[i]->qp, &wr, &bad);
+	if (rc) {
+		perf_err(s, "posting on QP %u: %s", i, strerror(rc));
+		return -1;
+	}
+	q->scnt++;
+	if (sig)
+		q->last_sig = q->scnt;
+	if (b->per_cycle) {
+		uint64_t base_l = (uintptr_t)perf_region_local(s, i);
+		bool wrap = q->scnt % b->per_cycle == 0;
+		q->loc = wrap ? base_l : q->loc + b->inc;
+		q->rem = wrap ? s->rem[i].vaddr : q->rem + b->inc;
+	}
+	return 0;
+}
+
+/* The receiver's credit: how many receives it has seen on QP i. Inline, so
+ * the word can change before the previous write has left. */
+static int post_credit(struct bw_run *b, uint32_t i)
+{
+	struct perf_sess *s = b->s;
+	s->ctrl[i] = (uint32_t)b->q[i].rcnt;
+	struct iw_sge sge = {.addr = (uintptr_t)&s->ctrl[i], .length = 4,
+			     .lkey = s->ctrl_mr->lkey};
+	struct iw_send_wr wr = {.wr_id = CREDIT_TAG | (uint64_t)i << 48, .sg_list = &sge,
+				.num_sge = 1, .opcode = IW_WR_RDMA_WRITE,
+				.send_flags = IW_SEND_SIGNALED | IW_SEND_INLINE};
+	wr.wr.rdma.remote_addr = s->rem[i].vaddr;
+	wr.wr.rdma.rkey = s->rem[i].rkey;
+	struct iw_send_wr *bad;
+	int rc = iw_post_send(s->ids[i]->qp, &wr, &bad);
+	if (rc) {
+		perf_err(s, "posting a credit on QP %u: %s", i, strerror(rc));
+		return -1;
+	}
+	b->q[i].credits_out++;
+	return 0;
+}
+
+static int bad_wc(struct bw_run *b, const struct iw_wc *wc, const char *what)
+{
+	perf_alive(b->s); /* a flush usually means the peer went: say so */
+	perf_err(b->s, "%s completion on QP %u: %s (vendor_err 0x%x)%s", what,
+		 (unsigned)((wc->wr_id >> 48) & 0x7fff), iw_wc_status_str(wc->status),
+		 wc->vendor_err, b->s->dead || b->s->data_dead ? ": the peer went away" : "");
+	return -1;
+}
+
+static int poll_send(struct bw_run *b, bool *moved)
+{
+	struct iw_wc wc[32];
+	int n = iw_poll_cq(b->s->scq, 32, wc);
+	double now = n > 0 ? perf_now() : 0;
+	for (int k = 0; k < n; k++) {
+		if (wc[k].status != IW_WC_SUCCESS)
+			return bad_wc(b, &wc[k], "send");
+		uint32_t i = (uint32_t)((wc[k].wr_id >> 48) & 0x7fff);
+		if (wc[k].wr_id & CREDIT_TAG) {
+			b->q[i].credits_out--;
+			continue;
+		}
+		uint64_t done = (wc[k].wr_id & SEQ_MASK) + 1;
+		b->tx_msgs += done - b->q[i].ccnt;
+		b->q[i].ccnt = done;
+		b->t_end = now;
+		*moved = true;
+	}
+	return n < 0 ? -1 : 0;
+}
+
+static int repost(struct bw_run *b, uint32_t i)
+{
+	struct bw_qp *q = &b->q[i];
+	if (!b->timed && q->rposted >= b->iters)
+		return 0;
+	q->rposted++;
+	return perf_post_recvs(b->s, i, 1, b->size);
+}
+
+static int poll_recv(struct bw_run *b, bool *moved)
+{
+	struct iw_wc wc[32];
+	int n = iw_poll_cq(b->s->rcq, 32, wc);
+	double now = n > 0 ? perf_now() : 0;
+	for (int k = 0; k < n; k++) {
+		if (wc[k].status != IW_WC_SUCCESS)
+			return bad_wc(b, &wc[k], "receive");
+		uint32_t i = (uint32_t)wc[k].wr_id;
+		if (!b->rx_msgs++) {
+			b->rx_t0 = now;
+			if (b->timed && !b->tx)
+				b->deadline = now + b->s->o.duration;
+		}
+		b->rx_end = now;
+		b->q[i].rcnt++;
+		*moved = true;
+		if (repost(b, i))
+			return -1;
+		if ((b->q[i].rcnt % b->rx_depth) % b->credit_every)
+			continue;
+		/* Room for the credit: wait out our own sends if need be. */
+		while (b->q[i].credits_out + (b->q[i].scnt - b->q[i].ccnt) + 1 >= b->sq_cap)
+			if (poll_send(b, moved))
+				return -1;
+		if (post_credit(b, i))
+			return -1;
+	}
+	return n < 0 ? -1 : 0;
+}
+
+static bool tx_done(const struct bw_run *b, double now)
+{
+	if (b->timed && now < b->deadline)
+		return false;
+	for (uint32_t i = 0; i < b->s->nqp; i++) {
+		const struct bw_qp *q = &b->q[i];
+		if (b->timed ? q->ccnt < q->last_sig : q->ccnt < b->iters)
+			return false;
+	}
+	return true;
+}
+
+static bool rx_done(const struct bw_run *b, double now)
+{
+	if (b->timed)
+		return b->rx_msgs && now >= b->deadline;
+	return b->rx_msgs >= b->iters * b->s->nqp;
+}
+
+static bool credits_done(const struct bw_run *b)
+{
+	for (uint32_t i = 0; i < b->s->nqp; i++)
+		if (b->q[i].credits_out)
+			return false;
+	return true;
+}
+
+/* Nothing moved: yield while credits are awaited (they come by memory) or
+ * for a few rounds, then arm the CQs and go round once more (a completion
+ * that raced the arming is found by that round's polls), then sleep on the
+ * completion channel: on two cores a spinning poller starves the loop
+ * threads that move the data. */
+static int idle(struct bw_run *b, int rounds, bool credit_bound)
+{
+	struct perf_sess *s = b->s;
+	if (credit_bound || rounds < 16) {
+		sched_yield();
+		return 0;
+	}
+	if (!b->armed) {
+		b->armed = true;
+		return iw_req_notify_cq(s->scq, 0) || iw_req_notify_cq(s->rcq, 0) ? -1 : 0;
+	}
+	struct pollfd p = {.fd = s->dcc->fd, .events = POLLIN};
+	if (poll(&p, 1, 5) == 1) {
+		struct iw_cq *ecq;
+		void *ectx;
+		if (iw_get_cq_event(s->dcc, &ecq, &ectx) == 0)
+			iw_ack_cq_events(ecq, 1);
+		b->armed = false;
+	}
+	return 0;
+}
+
+static bool credit_bound(struct bw_run *b, double now)
+{
+	if (!b->tx || b->s->o.test != PT_SEND)
+		return false;
+	for (uint32_t i = 0; i < b->s->nqp; i++) {
+		struct bw_qp *q = &b->q[i];
+		bool more = b->timed ? now < b->deadline : q->scnt < b->iters;
+		if (more && q->scnt - q->ccnt < b->s->o.tx_depth &&
+		    (uint32_t)(q->scnt + 1) - *credit_word(b, i) >= b->rx_depth)
+			return true;
+	}
+	return false;
+}
+
+static int step(struct bw_run *b, double now, bool *moved)
+{
+	for (uint32_t i = 0; b->tx && i < b->s->nqp; i++)
+		while (may_post(b, i, now)) {
+			if (post_data(b, i))
+				return -1;
+			*moved = true;
+		}
+	if (poll_send(b, moved))
+		return -1;
+	if (b->rx && poll_recv(b, moved))
+		return -1;
+	return 0;
+}
+
+/* A connection went: what had arrived before still counts, so take it
+ * and fail only if the run is then not complete. */
+static int last_round(struct bw_run *b)
+{
+	bool moved = false;
+	double now = perf_now();
+	if (!step(b, now, &moved) && (!b->tx || tx_done(b, now)) && (!b->rx || rx_done(b, now)))
+		return 0;
+	perf_err(b->s, "the peer closed a connection during the test");
+	return -1;
+}
+
+static int loop(struct bw_run *b)
+{
+	struct perf_sess *s = b->s;
+	int rounds = 0;
+	double stall = s->o.timeout > 30 ? s->o.timeout : 30, last_check = 0;
+	b->t0 = b->last_move = perf_now();
+	b->deadline = b->t0 + s->o.duration;
+	for (;;) {
+		double now = perf_now();
+		bool moved = false;
+		if (step(b, now, &moved))
+			return -1;
+		bool txd = !b->tx || tx_done(b, now), rxd = !b->rx || rx_done(b, now);
+		if (txd && rxd && credits_done(b))
+			return 0;
+		perf_trace_add(&b->trace, now, b->tx ? b->tx_msgs : b->rx_msgs);
+		perf_progress_tick(&b->prog, b->tx ? b->tx_msgs : b->rx_msgs);
+		if (moved) {
+			rounds = 0;
+			b->last_move = now;
+			continue;
+		}
+		if (now - last_check > 0.1) {
+			last_check = now;
+			if (!perf_alive(s))
+				return last_round(b);
+			if (now - b->last_move > stall) {
+				perf_err(s, "no progress for %.0f s: giving up", stall);
+				return -1;
+			}
+		}
+		if (idle(b, ++rounds, credit_bound(b, now)))
+			return -1;
+	}
+}
+
+static void setup(struct bw_run *b, struct perf_sess *s, uint64_t size, bool tx, bool rx)
+{
+	memset(b, 0, sizeof(*b));
+	b->s = s;
+	b->size = size;
+	b->tx = tx;
+	b->rx = rx;
+	b->timed = s->o.duration > 0;
+	b->iters = s->o.iters;
+	b->rx_depth = perf_rx_depth(&s->o);
+	b->credit_every = b->rx_depth / 3 ? b->rx_depth / 3 : 1;
+	uint32_t sq = 2 * s->o.tx_depth + 8;
+	b->sq_cap = sq > 16384 ? 16384 : sq;
+	/* Signal often enough to keep the pipe full, every WR for large ones
+	 * (perftest turns moderation off above 8 KiB too). */
+	uint32_t mod = s->o.tx_depth / 2;
+	b->cq_mod = size > 8192 || !mod ? 1 : mod > 64 ? 64 : mod;
+	b->inc = inc_of(size, s->cache_line);
+	b->per_cycle = size <= s->cycle_buffer / 2 ? s->cycle_buffer / b->inc : 0;
+	for (uint32_t i = 0; i < s->nqp; i++) {
+		b->q[i].loc = (uintptr_t)perf_region_local(s, i);
+		b->q[i].rem = s->rem[i].vaddr;
+		b->q[i].rposted = rx ? b->rx_depth : 0;
+	}
+	perf_progress_start(&b->prog, s, size);
+}
+
+static void result(struct bw_run *b, struct perf_result *r)
+{
+	bool tx = b->tx;
+	uint64_t msgs = tx ? b->tx_msgs : b->rx_msgs;
+	double t = tx ? b->t_end - b->t0 : b->rx_end - b->rx_t0;
+	*r = (struct perf_result){.bytes = b->size, .msgs = msgs,
+				  .iters = msgs / b->s->nqp, .seconds = t};
+	if (t > 0) {
+		r->bw_avg = (double)msgs * (double)b->size / t;
+		r->msg_rate = (double)msgs / t;
+	}
+	r->bw_peak = perf_trace_peak(&b->trace, b->size);
+	if (r->bw_peak < r->bw_avg)
+		r->bw_peak = r->bw_avg;
+	perf_trace_free(&b->trace);
+}
+
+/* One size, one side: send (client; both with -b) and/or receive (the
+ * server of a send test; both with -b). */
+int perf_bw_duplex(struct perf_sess *s, uint64_t size, struct perf_result *r)
+{
+	bool send = s->o.test == PT_SEND;
+	bool tx = !s->server || s->o.bidir;
+	bool rx = send && (s->server || s->o.bidir);
+	struct bw_run *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -1;
+	setup(b, s, size, tx, rx);
+	int rc = loop(b);
+	if (!rc)
+		result(b, r);
+	perf_trace_free(&b->trace);
+	free(b);
+	return rc;
+}

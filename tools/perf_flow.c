@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The order of perftest's exchanges, per test and side, so that either end
+ * may be perftest 4.5-0.17 run with -R. Read from its main()s (src/
+ * write_bw.c, read_bw.c, send_bw.c, write_lat.c, send_lat.c of that
+ * release; checked against the Debian bookworm binaries); n is -q, hs one
+ * ctx_hand_shake (perf_xchg.c), C the client, S the server:
+ *
+ * all:        comm connection; versions, page and cache line sizes, MTU;
+ *             create_rdma_cm_connection: hs, the n data connections, hs.
+ * write, read (bandwidth):
+ *             n hs (my_dest), n hs (again, printed), hs.
+ *             S, one direction: hs (returns when C is done: "server just
+ *             waits for client to exit"), xchg_bw_reports (prints C's), hs.
+ *             C: per size [warm-up writes or reads; -b: hs], run, [-b: hs
+ *             when sweeping], print, [-b: xchg_bw_reports, print the sum];
+ *             one direction: hs, xchg_bw_reports; then hs
+ *             (ctx_close_connection). S with -b does what C does.
+ * send (bandwidth):
+ *             n hs; hs; n hs. Per size: C posts nothing, S posts rx_depth
+ *             receives per QP (both with -b), hs, [sweeping: credit words
+ *             back to 0], C sends (run_iter_bw), S receives
+ *             (run_iter_bw_server), -b both (run_iter_bi); print; [-b and
+ *             not -D: xchg_bw_reports]; [sweeping: hs]. Then hs. No report
+ *             goes to the server: each side prints its own figure.
+ * write_lat:  hs; n hs; n hs; hs; per size run_iter_lat_write, print. No
+ *             closing hs: the data connections are torn down next.
+ * send_lat:   n hs; hs; n hs; per size: post rx_depth receives, hs,
+ *             run_iter_lat_send, print. Then hs.
+ *
+ * Teardown (destroy_ctx): S disconnects every data connection, both wait
+ * for the DISCONNECTED events; then the comm connection goes.
+ */
+#include <string.h>
+
+#include "perf.h"
+
+/* Where the next hs may wait as long as the peer's test takes. */
+static int hs_patient(struct perf_sess *s)
+{
+	int saved = s->comm.wait_ms;
+	s->comm.wait_ms = -1;
+	int rc = perf_hand_shake(s, 0);
+	s->comm.wait_ms = saved;
+	return rc;
+}
+
+static int hs_all(struct perf_sess *s)
+{
+	for (uint32_t i = 0; i < s->nqp; i++)
+		if (perf_hand_shake(s, i))
+			return -1;
+	return 0;
+}
+
+static void sum(struct perf_result *r, const struct perf_result *other)
+{
+	r->bw_avg += other->bw_avg;
+	r->bw_peak += other->bw_peak;
+	r->msg_rate += other->msg_rate;
+}
+
+static void emit(struct perf_sess *s, struct perf_result *rows, int *nrows,
+		 const struct perf_result *r)
+{
+	rows[(*nrows)++] = *r;
+	if (!s->o.tcp)
+		perf_out_row(s, r);
+}
+
+/* write_bw.c / read_bw.c after the connections are up. */
+static int flow_rdma_bw(struct perf_sess *s, struct perf_result *rows, int *nrows)
+{
+	uint64_t sizes[24];
+	int ns = perf_sizes(&s->o, sizes, 24);
+	bool bi = s->o.bidir;
+	if (hs_all(s) || hs_all(s) || perf_hand_shake(s, 0))
+		return -1;
+	if (s->server && !bi) {
+		struct perf_result theirs, none = {0};
+		if (hs_patient(s) || perf_xchg_report(s, &none, &theirs))
+			return -1;
+		emit(s, rows, nrows, &theirs);
+		return perf_hand_shake(s, 0);
+	}
+	struct perf_result r = {0}, theirs;
+	for (int i = 0; i < ns; i++) {
+		if (bi && hs_patient(s))
+			return -1;
+		if (perf_bw_duplex(s, sizes[i], &r))
+			return -1;
+		if (bi && s->o.sweep && hs_patient(s))
+			return -1;
+		if (bi) {
+			if (perf_xchg_report(s, &r, &theirs))
+				return -1;
+			sum(&r, &theirs);
+		}
+		emit(s, rows, nrows, &r);
+	}
+	if (!bi && (hs_patient(s) || perf_xchg_report(s, &r, &theirs)))
+		return -1;
+	return hs_patient(s);
+}
+
+/* send_bw.c after the connections are up. */
+static int flow_send_bw(struct perf_sess *s, struct perf_result *rows, int *nrows)
+{
+	uint64_t sizes[24];
+	int ns = perf_sizes(&s->o, sizes, 24);
+	bool bi = s->o.bidir, recv = s->server || bi;
+	if (hs_all(s) || perf_hand_shake(s, 0) || hs_all(s))
+		return -1;
+	for (int i = 0; i < ns; i++) {
+		for (uint32_t q = 0; recv && q < s->nqp; q++)
+			if (perf_post_recvs(s, q, perf_rx_depth(&s->o), sizes[i]))
+				return -1;
+		if (hs_patient(s))
+			return -1;
+		memset(s->ctrl + s->nqp, 0, s->nqp * sizeof(uint32_t));
+		struct perf_result r = {0}, theirs;
+		if (perf_bw_duplex(s, sizes[i], &r))
+			return -1;
+		if (bi && s->o.duration <= 0) {
+			if (perf_xchg_report(s, &r, &theirs))
+				return -1;
+			sum(&r, &theirs);
+		}
+		emit(s, rows, nrows, &r);
+		if (s->o.sweep && hs_patient(s))
+			return -1;
+	}
+	return hs_patient(s);
+}
+
+static int flow_write_lat(struct perf_sess *s, struct perf_result *rows, int *nrows)
+{
+	uint64_t sizes[24];
+	int ns = perf_sizes(&s->o, sizes, 24);
+	if (perf_hand_shake(s, 0) || hs_all(s) || hs_all(s) || perf_hand_shake(s, 0))
+		return -1;
+	for (int i = 0; i < ns; i++) {
+		struct perf_result r = {0};
+		if (perf_lat_write(s, sizes[i], &r))
+			return -1;
+		emit(s, rows, nrows, &r);
+	}
+	return 0;
+}
+
+static int flow_send_lat(struct perf_sess *s, struct perf_result *rows, int *nrows)
+{
+	uint64_t sizes[24];
+	int ns = perf_sizes(&s->o, sizes, 24);
+	if (hs_all(s) || perf_hand_shake(s, 0) || hs_all(s))
+		return -1;
+	for (int i = 0; i < ns; i++) {
+		if (perf_post_recvs(s, 0, perf_rx_depth(&s->o), sizes[i]) || hs_patient(s))
+			return -1;
+		struct perf_result r = {0};
+		if (perf_lat_send(s, sizes[i], &r))
+			return -1;
+		emit(s, rows, nrows, &r);
+	}
+	return hs_patient(s);
+}
+
+/* From the end of the preamble to the last exchange of the test. */
+int perf_flow(struct perf_sess *s, struct perf_result *rows, int *nrows)
+{
+	*nrows = 0;
+	switch (s->o.test) {
+	case PT_WRITE:
+	case PT_READ:
+		return flow_rdma_bw(s, rows, nrows);
+	case PT_SEND:
+		return flow_send_bw(s, rows, nrows);
+	case PT_WRITE_LAT:
+		return flow_write_lat(s, rows, nrows);
+	case PT_SEND_LAT:
+		return flow_send_lat(s, rows, nrows);
+	}
+	return -1;
+}

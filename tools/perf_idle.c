@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * --idle N: the heap an idle connection costs. N connection pairs between
+ * two contexts of this process over 127.0.0.1; the growth of malloc's
+ * in-use figure (mallinfo2) over the pairs, per endpoint. Kernel socket
+ * buffers are not counted.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+struct idle_end {
+	struct iw_context *ctx;
+	struct iw_cm_channel *cm;
+	struct iw_pd *pd;
+	struct iw_cq *cq;
+};
+
+static size_t heap_used(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+static int end_open(struct idle_end *e, int depth)
+{
+	e->ctx = iw_context_new(NULL);
+	e->cm = e->ctx ? iw_cm_create_channel(e->ctx) : NULL;
+	e->pd = e->ctx ? iw_alloc_pd(e->ctx) : NULL;
+	e->cq = e->ctx ? iw_create_cq(e->ctx, 2 * depth + 16, NULL, NULL, 0) : NULL;
+	return e->cm && e->pd && e->cq ? 0 : -1;
+}
+
+static void end_close(struct idle_end *e)
+{
+	iw_destroy_cq(e->cq);
+	iw_dealloc_pd(e->pd);
+	iw_cm_destroy_channel(e->cm);
+	iw_context_free(e->ctx);
+}
+
+static struct iw_cm_event *wait_ev(struct iw_cm_channel *ch, enum iw_cm_event_type want)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct iw_cm_event *ev;
+	if (poll(&p, 1, 10000) != 1 || iw_cm_get_event(ch, &ev))
+		return NULL;
+	if (ev->event != want) {
+		fprintf(stderr, "iwarp-perf: expected %s, got %s\n", iw_cm_event_str(want),
+			iw_cm_event_str(ev->event));
+		iw_cm_ack_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+static int make_qp(struct idle_end *e, struct iw_cm_id *id, int depth)
+{
+	struct iw_qp_init_attr qa = {
+		.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IW_QPT_RC,
+		.cap = {.max_send_wr = (uint32_t)depth, .max_recv_wr = (uint32_t)depth + 1,
+			.max_send_sge = 1, .max_recv_sge = 1},
+	};
+	return iw_cm_create_qp(id, e->pd, &qa);
+}
+
+/* One pair; the accepted id in *sid. */
+static int pair(struct idle_end *s, struct idle_end *c, const struct sockaddr_in *a, int depth,
+		struct iw_cm_id **cid, struct iw_cm_id **sid)
+{
+	struct iw_conn_param p = {.responder_resources = 16, .initiator_depth = 16};
+	if (iw_cm_create_id(c->cm, cid, NULL) || make_qp(c, *cid, depth) ||
+	    iw_cm_connect(*cid, (const struct sockaddr *)a, &p))
+		return -1;
+	struct iw_cm_event *ev = wait_ev(s->cm, IW_CM_EVENT_CONNECT_REQUEST);
+	if (!ev)
+		return -1;
+	*sid = ev->id;
+	iw_cm_ack_event(ev);
+	if (make_qp(s, *sid, depth) || iw_cm_accept(*sid, &p))
+		return -1;
+	struct iw_cm_event *e1 = wait_ev(c->cm, IW_CM_EVENT_ESTABLISHED);
+	struct iw_cm_event *e2 = wait_ev(s->cm, IW_CM_EVENT_ESTABLISHED);
+	iw_cm_ack_event(e1);
+	iw_cm_ack_event(e2);
+	return e1 && e2 ? 0 : -1;
+}
+
+int perf_idle_run(const struct perf_opts *o)
+{
+	struct idle_end s = {0}, c = {0};
+	int depth = (int)o->tx_depth, rc = PX_FAIL;
+	struct iw_cm_id *l = NULL, **ids = calloc((size_t)o->idle * 2, sizeof(*ids));
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!ids || end_open(&s, depth) || end_open(&c, depth) ||
+	    iw_cm_create_id(s.cm, &l, NULL) || iw_cm_bind_addr(l, (struct sockaddr *)&a) ||
+	    iw_cm_listen(l, 1024)) {
+		fprintf(stderr, "iwarp-perf: idle setup: %s\n", strerror(errno));
+		goto out;
+	}
+	a.sin_port = ((struct sockaddr_in *)&l->local_addr)->sin_port;
+	size_t before = heap_used();
+	for (int i = 0; i < o->idle; i++)
+		if (pair(&s, &c, &a, depth, &ids[2 * i], &ids[2 * i + 1])) {
+			fprintf(stderr, "iwarp-perf: idle connection %d failed\n", i);
+			goto out;
+		}
+	double per = (double)(heap_used() - before) / (2.0 * o->idle);
+	if (o->json)
+		printf("{\"test\":\"idle\",\"connections\":%d,\"depth\":%d,"
+		       "\"heap_bytes_per_endpoint\":%.0f}\n",
+		       o->idle, depth, per);
+	else
+		printf("idle connections: %d pairs, SQ/RQ depth %d: %.0f bytes of heap per "
+		       "endpoint (QP, CM id, events; kernel socket buffers not counted)\n",
+		       o->idle, depth, per);
+	rc = PX_OK;
+out:
+	for (int i = 0; ids && i < 2 * o->idle; i++)
+		iw_cm_destroy_id(ids[i]);
+	free(ids);
+	iw_cm_destroy_id(l);
+	end_close(&c);
+	end_close(&s);
+	return rc;
+}

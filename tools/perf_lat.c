@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The latency ping-pongs, as perftest's (src/perftest_resources.c):
+ *  - run_iter_lat_write: each side RDMA-WRITEs size octets to the other's
+ *    buffer (rem_dest.vaddr), the last octet holding its count of writes
+ *    (modulo 256), and waits for the peer's count in the last octet of its
+ *    own buffer (my_dest.vaddr + size - 1). The server writes first, the
+ *    client waits first; each write is signaled and its completion awaited
+ *    before the next turn. With -a no exchange separates the sizes: the
+ *    next size's octet lies beyond all earlier writes, so it starts at 0.
+ *  - run_iter_lat_send: the client sends first; a side takes one receive
+ *    completion, reposts while fewer than iters were posted (rx_depth were
+ *    posted before the run), then sends.
+ *  - The time of each post is kept (tposted); a sample is the time between
+ *    consecutive posts, halved (print_report_lat: a round trip over 2).
+ * The waits spin with sched_yield(): an incoming WRITE raises no completion,
+ * and a sleeping waiter would add the wake-up to every sample.
+ */
+#include <sched.h>
+#include <string.h>
+
+#include "perf.h"
+
+struct lat_run {
+	struct perf_sess *s;
+	uint64_t size, iters;
+	bool timed;
+	double deadline, last_check, last_move, stall;
+	struct perf_samples posts;
+	struct perf_progress prog;
+};
+
+/* Liveness and stall checks, every 50 ms of waiting. */
+static int check(struct lat_run *l, double now)
+{
+	if (now - l->last_check < 0.05)
+		return 0;
+	l->last_check = now;
+	if (!perf_alive(l->s)) {
+		perf_err(l->s, "the peer closed a connection during the test");
+		return -1;
+	}
+	if (now - l->last_move > l->stall) {
+		perf_err(l->s, "no reply for %.0f s: giving up", l->stall);
+		return -1;
+	}
+	return 0;
+}
+
+/* 1: the duration ran out while waiting. */
+static int wait_octet(struct lat_run *l, volatile uint8_t *p, uint8_t want)
+{
+	for (;;) {
+		if (*p == want)
+			return 0;
+		sched_yield();
+		double now = perf_now();
+		if (l->timed && now >= l->deadline)
+			return 1;
+		/* The peer's last write may land just before its disconnect:
+		 * look once more before calling the loss a failure. */
+		if (check(l, now))
+			return *p == want ? 0 : -1;
+	}
+}
+
+static int wait_wc(struct lat_run *l, struct iw_cq *cq, const char *what)
+{
+	struct iw_wc wc;
+	bool last = false;
+	for (;;) {
+		int n = iw_poll_cq(cq, 1, &wc);
+		if (n < 0)
+			return -1;
+		if (n == 1) {
+			if (wc.status == IW_WC_SUCCESS)
+				return 0;
+			bool gone = !perf_alive(l->s);
+			perf_err(l->s, "%s completion: %s (vendor_err 0x%x)%s", what,
+				 iw_wc_status_str(wc.status), wc.vendor_err,
+				 gone ? ": the peer went away" : "");
+			return -1;
+		}
+		if (last)
+			return -1;
+		sched_yield();
+		double now = perf_now();
+		if (l->timed && now >= l->deadline + 1 && !strcmp(what, "receive"))
+			return 1;
+		/* As in wait_octet: one more look after a loss is seen. */
+		if (check(l, now))
+			last = true;
+	}
+}
+
+static int post(struct lat_run *l, enum iw_wr_opcode op)
+{
+	struct perf_sess *s = l->s;
+	struct iw_sge sge = {.addr = (uintptr_t)perf_region_local(s, 0),
+			     .length = (uint32_t)l->size, .lkey = s->mr->lkey};
+	struct iw_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = op,
+				.send_flags = IW_SEND_SIGNALED};
+	wr.wr.rdma.remote_addr = s->rem[0].vaddr;
+	wr.wr.rdma.rkey = s->rem[0].rkey;
+	struct iw_send_wr *bad;
+	if (perf_samples_add(&l->posts, perf_now()))
+		return -1;
+	int rc = iw_post_send(s->ids[0]->qp, &wr, &bad);
+	if (rc)
+		perf_err(s, "posting: %s", strerror(rc));
+	return rc ? -1 : 0;
+}
+
+static bool more(const struct lat_run *l, uint64_t cnt, double now)
+{
+	return l->timed ? now < l->deadline : cnt < l->iters;
+}
+
+static void start(struct lat_run *l, struct perf_sess *s, uint64_t size)
+{
+	memset(l, 0, sizeof(*l));
+	l->s = s;
+	l->size = size;
+	l->iters = s->o.iters;
+	l->timed = s->o.duration > 0;
+	l->stall = s->o.timeout > 30 ? s->o.timeout : 30;
+	l->last_move = perf_now();
+	l->deadline = l->last_move + s->o.duration;
+	perf_progress_start(&l->prog, s, size);
+}
+
+/* Samples from the post times: consecutive differences, halved, in us. */
+static int finish(struct lat_run *l, struct perf_result *r)
+{
+	struct perf_samples d = {0};
+	for (size_t i = 1; i < l->posts.n; i++)
+		if (perf_samples_add(&d, (l->posts.v[i] - l->posts.v[i - 1]) * 1e6 / 2)) {
+			perf_samples_free(&d);
+			return -1;
+		}
+	*r = (struct perf_result){.bytes = l->size, .iters = l->posts.n, .msgs = d.n};
+	perf_lat_summary(&d, r);
+	perf_samples_free(&d);
+	perf_samples_free(&l->posts);
+	return 0;
+}
+
+int perf_lat_write(struct perf_sess *s, uint64_t size, struct perf_result *r)
+{
+	struct lat_run l;
+	start(&l, s, size);
+	volatile uint8_t *mine = perf_region_local(s, 0) + size - 1;
+	volatile uint8_t *theirs = perf_region_remote(s, 0) + size - 1;
+	uint64_t scnt = 0, rcnt = 0;
+	for (;;) {
+		if ((l.timed || rcnt < l.iters) && !(scnt < 1 && s->server)) {
+			int w = wait_octet(&l, theirs, (uint8_t)++rcnt);
+			if (w > 0)
+				break; /* -D ran out */
+			if (w < 0)
+				goto fail;
+		}
+		double now = perf_now();
+		if (!more(&l, scnt, now))
+			break;
+		*mine = (uint8_t)++scnt;
+		if (post(&l, IW_WR_RDMA_WRITE) || wait_wc(&l, s->scq, "write") < 0)
+			goto fail;
+		l.last_move = now;
+		perf_progress_tick(&l.prog, scnt);
+		if (!l.timed && scnt == l.iters && rcnt == l.iters)
+			break;
+	}
+	return finish(&l, r);
+fail:
+	perf_samples_free(&l.posts);
+	return -1;
+}
+
+static int repost(struct lat_run *l, uint64_t rcnt, uint32_t rx)
+{
+	if (!l->timed && rcnt + rx > l->iters)
+		return 0;
+	return perf_post_recvs(l->s, 0, 1, l->size);
+}
+
+int perf_lat_send(struct perf_sess *s, uint64_t size, struct perf_result *r)
+{
+	struct lat_run l;
+	start(&l, s, size);
+	uint32_t rx = perf_rx_depth(&s->o);
+	uint64_t scnt = 0, rcnt = 0;
+	for (;;) {
+		bool go_recv = (l.timed || rcnt < l.iters) && !(scnt < 1 && !s->server);
+		if (go_recv) {
+			int w = wait_wc(&l, s->rcq, "receive");
+			if (w > 0)
+				break;
+			if (w < 0 || repost(&l, ++rcnt, rx))
+				goto fail;
+		}
+		double now = perf_now();
+		if (!more(&l, scnt, now))
+			break;
+		scnt++;
+		if (post(&l, IW_WR_SEND) || wait_wc(&l, s->scq, "send") < 0)
+			goto fail;
+		l.last_move = now;
+		perf_progress_tick(&l.prog, scnt);
+		if (!l.timed && scnt == l.iters && (s->server || rcnt == l.iters))
+			break;
+	}
+	return finish(&l, r);
+fail:
+	perf_samples_free(&l.posts);
+	return -1;
+}
