@@ -6,9 +6,13 @@
  * The queue is a ring of queue_bytes octets holding variable-length
  * records (a struct rec_hdr, then the payload), either of which may wrap.
  * Positions count octets since the start, so head - tail is the fill.
- * Producers append under the lock; the writer reads the record at the tail
- * without it (producers never write there) and takes the lock again only
- * to release the space.
+ * Producers append under the lock. A transmit's record is reserved and
+ * filled before its sendmsg and marked pending until the producer trims it
+ * to what the kernel took (iw_trace_tx_end, which rewrites only the
+ * header, under the lock). The writer reads headers under the lock, skips
+ * nothing (a pending record at the tail makes it wait), reads the payload
+ * without the lock (no producer touches a record's payload again), and
+ * takes the lock once more to release the space.
  *
  * A connection's struct lives until the writer is past its last record:
  * iw_trace_conn_end notes the head position and queues the struct on the
@@ -25,10 +29,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "iwarp/verbs.h"
+#include "iwarp/wire.h"
 #include "pcap_writer.h"
 #include "trace.h"
 
@@ -56,6 +62,19 @@ struct rec_hdr {
 	bool pending;   /* reserved by iw_trace_tx_begin, not yet ended */
 };
 
+/* Where the next MPA frame or FPDU starts in one direction, so that TCP
+ * segments can be cut there: Wireshark's iwarp_mpa dissector only finds
+ * FPDUs that start a segment. Markers or dropped octets end the tracking
+ * (the cuts then fall at MSS boundaries only). */
+struct pdu_cut {
+	bool off;
+	bool saw_m;       /* this direction's MPA frame asked for markers */
+	bool fpdus;       /* past the MPA frame */
+	uint64_t left;    /* octets to the next boundary (0: reading a header) */
+	uint8_t hdr[20];  /* header octets gathered so far */
+	uint8_t got;
+};
+
 struct iw_trace_conn {
 	struct iw_trace *t;
 	/* Fixed at creation. */
@@ -75,6 +94,7 @@ struct iw_trace_conn {
 	/* The writer thread's alone. */
 	struct iw_pcapw_flow flow;
 	bool opened, broken;
+	struct pdu_cut cut[2];             /* by enum iw_pcapw_dir */
 };
 
 struct iw_trace {
@@ -230,9 +250,12 @@ static int claim_path(struct iw_trace *t, const char *tmpl)
 	int rc = expand(base, sizeof(base), tmpl);
 	if (rc)
 		return rc;
+	/* A device (/dev/null) may be shared; "/dev/null-2" would be a file. */
+	struct stat st;
+	bool shared = stat(base, &st) == 0 && S_ISCHR(st.st_mode);
 	pthread_mutex_lock(&reg_lock);
 	snprintf(t->path, sizeof(t->path), "%s", base);
-	for (int i = 2; path_in_use(t->path) && !rc; i++)
+	for (int i = 2; !shared && path_in_use(t->path) && !rc; i++)
 		rc = i > SAME_PATH_MAX ? EEXIST : variant(t->path, sizeof(t->path), base, i);
 	static bool at_exit_set;
 	if (!rc && !at_exit_set)
@@ -610,6 +633,76 @@ static size_t fitting(const struct iw_trace *t, size_t len, uint32_t mss)
 	return fit < len ? (size_t)fit : len;
 }
 
+/* Octets of a PDU whose first `got` octets are hdr, or 0 if more header
+ * octets are needed. Markers requested (M) switch the tracking off. */
+static uint64_t pdu_len(struct pdu_cut *k)
+{
+	if (!k->fpdus) {
+		if (k->got < IW_MPA_FRAME_HDR_LEN)
+			return 0;
+		if (k->hdr[16] & IW_MPA_FLAG_M)
+			k->saw_m = true;
+		k->fpdus = true;
+		return IW_MPA_FRAME_HDR_LEN + ((uint64_t)k->hdr[18] << 8 | k->hdr[19]);
+	}
+	if (k->got < 2)
+		return 0;
+	uint32_t ulpdu = (uint32_t)k->hdr[0] << 8 | k->hdr[1];
+	return 2 + ulpdu + iw_mpa_pad(ulpdu) + IW_MPA_CRC_LEN;
+}
+
+/* How many of the n octets at p belong to the current PDU (stopping at its
+ * end), advancing the tracker. */
+static size_t pdu_take(struct pdu_cut *k, const uint8_t *p, size_t n)
+{
+	size_t used = 0;
+	while (used < n) {
+		if (k->left == 0) {
+			size_t want = k->fpdus ? 2 : IW_MPA_FRAME_HDR_LEN;
+			size_t g = want - k->got < n - used ? want - k->got : n - used;
+			memcpy(k->hdr + k->got, p + used, g);
+			k->got = (uint8_t)(k->got + g);
+			used += g;
+			uint64_t total = pdu_len(k);
+			if (total == 0)
+				continue;
+			k->left = total - k->got;
+			k->got = 0;
+			if (k->left == 0)
+				return used;
+			continue;
+		}
+		size_t g = k->left < n - used ? (size_t)k->left : n - used;
+		k->left -= g;
+		used += g;
+		if (k->left == 0)
+			return used;
+	}
+	return used;
+}
+
+/* Hand the octets to the pcap writer, cut at every PDU boundary. */
+static void write_cut(struct iw_trace *t, struct iw_trace_conn *c, enum iw_pcapw_dir s,
+		      struct iovec *iov, int n, uint64_t ts)
+{
+	struct pdu_cut *k = &c->cut[s];
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+		while (len) {
+			size_t g = k->off ? len : pdu_take(k, p, len);
+			/* M in a frame means markers in the other direction. */
+			if (k->saw_m)
+				c->cut[1 - s].off = true;
+			struct iovec one = {.iov_base = (void *)p, .iov_len = g};
+			if (!wrote(t, iw_pcapw_data(&c->flow, s, &one, 1, ts)))
+				return;
+			p += g;
+			len -= g;
+		}
+	}
+}
+
 static void write_data(struct iw_trace *t, struct iw_trace_conn *c, const struct rec_hdr *h,
 		       struct iovec *iov, int n)
 {
@@ -618,6 +711,8 @@ static void write_data(struct iw_trace *t, struct iw_trace_conn *c, const struct
 		return; /* after a FIN or RST: nothing more is shown */
 	/* Dropped octets leave a hole of their size in the sequence space. */
 	c->flow.ep[s].nxt += (uint32_t)h->skip;
+	if (h->skip)
+		c->cut[s].off = true;
 	size_t fit = fitting(t, h->len, c->mss);
 	if (fit < h->len) {
 		/* The cap is reached: keep what fits, then stop for good. */
@@ -631,7 +726,7 @@ static void write_data(struct iw_trace *t, struct iw_trace_conn *c, const struct
 			iov[1].iov_len = fit - iov[0].iov_len;
 	}
 	if (fit)
-		wrote(t, iw_pcapw_data(&c->flow, s, iov, n, h->ts_ns));
+		write_cut(t, c, s, iov, n, h->ts_ns);
 }
 
 static void write_fin(struct iw_trace *t, struct iw_trace_conn *c, enum iw_pcapw_dir s,

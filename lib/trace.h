@@ -51,7 +51,8 @@ struct iw_trace_conn;
 struct iw_trace_opts {
 	/* The file. "%p" becomes the process ID. A path another tracer of
 	 * this process already writes gets "-2", "-3"... before its
-	 * extension (two contexts in one program, one IWARP_PCAP). */
+	 * extension (two contexts in one program, one IWARP_PCAP), unless it
+	 * is a character device (/dev/null: tracing for its cost alone). */
 	const char *path;
 	uint64_t max_bytes; /* file size cap; 0: IW_TRACE_DEFAULT_MAX */
 	size_t queue_bytes; /* 0: IW_TRACE_QUEUE_BYTES */

@@ -2,8 +2,8 @@
 /*
  * pcap writer: file header, record framing, IPv4/IPv6 and TCP checksums
  * (recomputed here independently of the writer), sequence and ack numbers
- * across both directions, MSS splitting, FIN, the byte cap, and a read-back
- * through libpcap itself.
+ * across both directions, MSS splitting, FIN, RST, notes (UDP syslog), the
+ * byte cap, and a read-back through libpcap itself.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -424,6 +424,67 @@ START_TEST(fin_close)
 }
 END_TEST
 
+START_TEST(rst_ends_flow)
+{
+	static uint8_t d[10];
+	struct iovec v = {d, sizeof(d)};
+	struct cap c;
+	struct rec r[8];
+
+	cap_open(&c, 0, 0);
+	cap_flow4(&c, 0);
+	ck_assert_int_eq(iw_pcapw_handshake(&c.f, 0), 0);
+	ck_assert_int_eq(iw_pcapw_data(&c.f, IW_PCAPW_A2B, &v, 1, 0), 0);
+	ck_assert_int_eq(iw_pcapw_rst(&c.f, IW_PCAPW_B2A, 0), 0);
+	/* A reset flow takes nothing more, from either side. */
+	ck_assert_int_eq(iw_pcapw_data(&c.f, IW_PCAPW_A2B, &v, 1, 0), -EINVAL);
+	ck_assert_int_eq(iw_pcapw_fin(&c.f, IW_PCAPW_A2B, 0), -EINVAL);
+	ck_assert_int_eq(iw_pcapw_rst(&c.f, 2, 0), -EINVAL);
+	cap_flush(&c);
+	ck_assert_uint_eq(parse(&c, 0xa1b2c3d4u, r, 8), 5);
+	ck_assert_uint_eq(r[4].flags, 0x04 | F_ACK);
+	ck_assert_uint_eq(r[4].seq, 0xFFFFFF01u);
+	ck_assert_uint_eq(r[4].ack, 1011);
+	cap_free(&c);
+}
+END_TEST
+
+/* A note: one Ethernet/IPv4/UDP record to port 514 whose payload is the
+ * syslog text, with good IPv4 and UDP checksums; cut at the maximum. */
+START_TEST(note_record)
+{
+	static char longtext[IW_PCAPW_NOTE_MAX + 50];
+	struct cap c;
+
+	cap_open(&c, IW_PCAPW_NSEC, 0);
+	ck_assert_int_eq(iw_pcapw_note(&c.w, "trace incomplete", 1500000000123456789ull), 0);
+	memset(longtext, 'x', sizeof(longtext) - 1);
+	ck_assert_int_eq(iw_pcapw_note(&c.w, longtext, 0), 0);
+	ck_assert_int_eq(iw_pcapw_note(&c.w, NULL, 0), -EINVAL);
+	ck_assert_uint_eq(c.w.records, 2);
+	cap_flush(&c);
+	const uint8_t *p = (const uint8_t *)c.buf + 24;
+	ck_assert_uint_eq(le32(p), 1500000000u);
+	ck_assert_uint_eq(le32(p + 4), 123456789u);
+	uint32_t len = le32(p + 8);
+	const uint8_t *f = p + 16, *ip = f + 14, *udp = ip + 20;
+	ck_assert_uint_eq(len, 14 + 20 + 8 + 4 + 16);
+	ck_assert_uint_eq(be16(f + 12), 0x0800);
+	ck_assert_uint_eq(ip[9], 17);
+	ck_assert(csum_ok(sum16(0, ip, 20)));
+	ck_assert_uint_eq(be16(udp + 2), 514);
+	ck_assert_uint_eq(be16(udp + 4), 8 + 4 + 16);
+	uint8_t ph[4] = {0, 17, 0, 8 + 4 + 16};
+	ck_assert(csum_ok(sum16(sum16(sum16(0, ip + 12, 8), ph, 4), udp, 8 + 4 + 16)));
+	ck_assert(!memcmp(udp + 8, "<12>trace incomplete", 20));
+	const uint8_t *q = f + len;
+	ck_assert_uint_eq(le32(q + 8), 14 + 20 + 8 + 4 + IW_PCAPW_NOTE_MAX);
+	ck_assert_uint_eq((size_t)(q + 16 + le32(q + 8) - (const uint8_t *)c.buf), c.len);
+	ck_assert_uint_le(16 + le32(q + 8), IW_PCAPW_NOTE_RECORD_MAX);
+	cap_free(&c);
+}
+END_TEST
+
 START_TEST(ipv6_flow)
 {
 	static uint8_t d[1500];
@@ -546,6 +607,8 @@ Suite *suite_pcap_writer(void)
 	tcase_add_test(tc, mss_split_and_acks);
 	tcase_add_test(tc, seq_wraps);
 	tcase_add_test(tc, fin_close);
+	tcase_add_test(tc, rst_ends_flow);
+	tcase_add_test(tc, note_record);
 	tcase_add_test(tc, ipv6_flow);
 	tcase_add_test(tc, byte_cap);
 	tcase_add_test(tc, inet_csum_known);

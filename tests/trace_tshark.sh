@@ -145,8 +145,8 @@ EOF
 	done
 	if [ -n "$problems" ]; then
 		echo "trace_tshark: $name: FAIL:$problems"
-		echo "  tshark per opcode:" $(cat "$TMP/t_ops.txt")
-		echo "  ours per opcode:  " $(cat "$TMP/o_ops.txt")
+		echo "  tshark per opcode: $(tr '\n' ' ' <"$TMP/t_ops.txt")"
+		echo "  ours per opcode:   $(tr '\n' ' ' <"$TMP/o_ops.txt")"
 		awk -F'\t' '$6 != "" || ($7 != "" && $7 != "1") || ($8 != "" && $8 != "1") ||
 			$9 $10 $11 $12 != ""' "$TMP/fields.tsv" | head -5
 		fail=$((fail + 1))
