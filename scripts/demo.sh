@@ -40,8 +40,32 @@ sleep 0.3
 examples/example_client -p "$port" -S 1048576 | sed 's/^/   /'
 wait $srv && sed 's/^/   /' "$out/server.log"
 
-echo "== 5. RDMA WRITE, READ and SEND bandwidth, 64 KiB messages, beside raw TCP (iwarp-perf --tcp)"
-for t in write read send; do
+echo "== 5. iwarp-ping (rping's protocol) against a local iwarp-ping server, traced with IWARP_PCAP"
+pport=$((port + 1))
+tools/iwarp-ping -s -a 127.0.0.1 -p "$pport" >"$out/ping-server.log" 2>&1 &
+psrv=$!
+trap 'kill $srv $psrv 2>/dev/null || true' EXIT
+sleep 0.3
+rm -f "$out/ping.pcap"
+IWARP_PCAP="$out/ping.pcap" tools/iwarp-ping -c -a 127.0.0.1 -p "$pport" -C 3 -S 64 -V -v | sed 's/^/   /'
+wait $psrv || true
+
+echo "== 6. the client's trace decoded by iwarp-replay ($out/ping.pcap)"
+tools/iwarp-replay "$out/ping.pcap" | head -n 12 | sed 's/^/   /'
+echo "   ..."
+tools/iwarp-replay --check "$out/ping.pcap" | tail -n 9 | sed 's/^/   /'
+
+echo "== 7. iwarp-perf against a local iwarp-perf server: RDMA WRITE 64 KiB beside raw TCP"
+fport=$((port + 2))
+tools/iwarp-perf --server -p "$fport" >"$out/perf-server.log" 2>&1 &
+fsrv=$!
+trap 'kill $srv $psrv $fsrv 2>/dev/null || true' EXIT
+sleep 0.3
+tools/iwarp-perf --test write -s 65536 -D 1 --tcp -p "$fport" 127.0.0.1 | sed 's/^/   /'
+wait $fsrv || true
+
+echo "== 8. in-process loopback: READ and SEND 64 KiB beside raw TCP, and idle memory"
+for t in read send; do
 	tools/iwarp-perf --test $t -s 65536 -D 1 --tcp | sed "s/^/   $t /"
 done
 echo "   heap per idle connection:"
