@@ -12,6 +12,10 @@
 set -u
 
 secs=${1:-60}
+# A UBSan report is a failure like a crash (the targets are built with
+# -fsanitize=undefined, which only warns by default).
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export UBSAN_OPTIONS
 case $secs in '' | *[!0-9]*) echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 targets="fuzz_mpa_frame fuzz_fpdu_rx fuzz_qp_rx"
