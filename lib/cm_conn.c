@@ -47,14 +47,8 @@ static void send_mpa_terminate(struct iw_cm_id_int *id)
 	if (!hs->err_term || hs->state != IW_HS_FAILED || hs->peer.kind != IW_MPA_REPLY)
 		return;
 	uint8_t h[IW_FPDU_HDR_MAX];
-	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, true),
-			       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_TERMINATE)};
-	d.qn = IW_QN_TERMINATE;
-	d.msn = 1;
-	struct iw_terminate t = {.term = hs->err_term};
-	int n = iw_ddp_hdr_build(h, sizeof(h), &d);
-	int m = iw_rdmap_term_build(h + n, sizeof(h) - (size_t)n, &t);
-	if (n < 0 || m < 0)
+	int n = iw_term_hdr_build(h, sizeof(h), hs->err_term, 1, NULL);
+	if (n < 0)
 		return;
 	bool crc = (hs->peer.flags & IW_MPA_FLAG_C) || id->opts.crc;
 	bool markers = (hs->peer.flags & IW_MPA_FLAG_M) != 0;
@@ -64,7 +58,7 @@ static void send_mpa_terminate(struct iw_cm_id_int *id)
 	iw_fpdu_tx_init(&tx, crc, markers, 0);
 	out.iov = iov;
 	out.iov_cap = (int)(sizeof(iov) / sizeof(iov[0]));
-	if (iw_fpdu_encode(&tx, &out, h, (size_t)(n + m), NULL, 0) == 0) {
+	if (iw_fpdu_encode(&tx, &out, h, (size_t)n, NULL, 0) == 0) {
 		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)out.iovcnt};
 		ssize_t w = sendmsg(id->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0)
@@ -539,8 +533,9 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
 /* ------------------------------------------------------------ MPA frames */
 
-/* Write our MPA frame; true when all of it is out. */
-static bool write_hs(struct iw_cm_id_int *id)
+/* Write our MPA frame: 1 all of it is out, 0 the socket is full (EV_WRITE
+ * armed), -errno the connection failed. */
+static int write_hs(struct iw_cm_id_int *id)
 {
 	size_t len;
 	const uint8_t *p;
@@ -549,11 +544,10 @@ static bool write_hs(struct iw_cm_id_int *id)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				event_add(id->wr, NULL);
-			else
-				return false;
-			return false;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return -errno;
+			event_add(id->wr, NULL);
+			return 0;
 		}
 		if (id->trace) {
 			struct iovec sent = {(void *)p, (size_t)w};
@@ -561,7 +555,7 @@ static bool write_hs(struct iw_cm_id_int *id)
 		}
 		iw_mpa_hs_tx_done(id->hs, (size_t)w);
 	}
-	return true;
+	return 1;
 }
 
 static void reply_written(struct iw_cm_id_int *id)
@@ -584,6 +578,22 @@ static void reply_written(struct iw_cm_id_int *id)
 	id->state = IW_CS_CLOSED;
 }
 
+/* The responder's Reply (or Reject): written, pending, or failed. A failed
+ * Reply (or a Reject forced by negotiation) is a CONNECT_ERROR for the
+ * application that accepted; a Reject it asked for just ends here. */
+static void drive_reply(struct iw_cm_id_int *id)
+{
+	int rc = write_hs(id);
+	if (rc > 0) {
+		reply_written(id);
+	} else if (rc < 0 && id->hs->tx_reject && !id->reject_fail) {
+		close_fd(id, true);
+		id->state = IW_CS_CLOSED;
+	} else if (rc < 0) {
+		fail(id, IW_CM_EVENT_CONNECT_ERROR, -rc);
+	}
+}
+
 static int start_initiator(struct iw_cm_id_int *id)
 {
 	id->state = IW_CS_MPA;
@@ -591,9 +601,8 @@ static int start_initiator(struct iw_cm_id_int *id)
 	trace_start(id);
 	timer_arm(id, id->opts.timeout_ms);
 	event_add(id->rd, NULL);
-	if (!write_hs(id) && !iw_mpa_hs_tx(id->hs, &(size_t){0}))
-		return 0;
-	return 0;
+	int rc = write_hs(id);
+	return rc < 0 ? -rc : 0;
 }
 
 static void connected(struct iw_cm_id_int *id)
@@ -621,13 +630,14 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
 	case IW_CS_CONNECTING:
 		connected(id);
 		break;
-	case IW_CS_MPA:
-		if (!write_hs(id) && !iw_mpa_hs_tx(id->hs, &(size_t){0}))
-			fail(id, IW_CM_EVENT_CONNECT_ERROR, ECONNRESET);
+	case IW_CS_MPA: {
+		int rc = write_hs(id);
+		if (rc < 0)
+			fail(id, IW_CM_EVENT_CONNECT_ERROR, -rc);
 		break;
+	}
 	case IW_CS_REPLYING:
-		if (write_hs(id))
-			reply_written(id);
+		drive_reply(id);
 		break;
 	case IW_CS_RUNNING:
 	case IW_CS_CLOSING:
@@ -793,8 +803,7 @@ int iw_cm_conn_accept(struct iw_cm_id_int *id)
 	 * and the application hears CONNECT_ERROR once it is written. */
 	id->reject_fail = rc == -EPROTO;
 	id->state = IW_CS_REPLYING;
-	if (write_hs(id))
-		reply_written(id);
+	drive_reply(id);
 	return 0;
 }
 
@@ -804,8 +813,7 @@ int iw_cm_conn_reject(struct iw_cm_id_int *id, const void *pd, uint16_t len)
 	if (rc)
 		return -rc;
 	id->state = IW_CS_REPLYING;
-	if (write_hs(id))
-		reply_written(id);
+	drive_reply(id);
 	return 0;
 }
 

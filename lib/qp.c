@@ -59,14 +59,16 @@ static int qp_alloc_rings(struct iw_qp *qp)
 	if (!qp->sq || iw_wqe_sges_alloc(&qp->sq_sges, qp->sq_size, qp->cap.max_send_sge))
 		return ENOMEM;
 	for (uint32_t i = 0; i < qp->sq_size; i++)
-		iw_swqe_bind(&qp->sq[i], &qp->sq_sges, i, qp->cap.max_send_sge);
+		iw_wqe_sges_slice(&qp->sq_sges, i, qp->cap.max_send_sge, &qp->sq[i].sge,
+				  &qp->sq[i].sge_ptr, &qp->sq[i].sge_mr);
 	if (!qp->srq) {
 		qp->rq_size = ring_size(qp->cap.max_recv_wr);
 		qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
 		if (!qp->rq || iw_wqe_sges_alloc(&qp->rq_sges, qp->rq_size, qp->cap.max_recv_sge))
 			return ENOMEM;
 		for (uint32_t i = 0; i < qp->rq_size; i++)
-			iw_rwqe_bind(&qp->rq[i], &qp->rq_sges, i, qp->cap.max_recv_sge);
+			iw_wqe_sges_slice(&qp->rq_sges, i, qp->cap.max_recv_sge, &qp->rq[i].sge,
+					  &qp->rq[i].sge_ptr, &qp->rq[i].sge_mr);
 	}
 	/* The ORQ and IRQ are sized when the connection negotiates ORD and
 	 * IRD (iw_qp_start): most of IW_MAX_ORD_IRD would sit unused. */

@@ -91,9 +91,9 @@ struct iw_wqe_sges {
 };
 int iw_wqe_sges_alloc(struct iw_wqe_sges *st, uint32_t n, uint32_t max_sge);
 void iw_wqe_sges_free(struct iw_wqe_sges *st);
-/* Point WQE i of a ring at its slice of st. */
-void iw_swqe_bind(struct iw_swqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge);
-void iw_rwqe_bind(struct iw_rwqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge);
+/* The slice of st that WQE i of a ring owns (send and receive WQEs alike). */
+void iw_wqe_sges_slice(const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge,
+		       struct iw_sge **sge, uint8_t ***ptr, struct iw_mr_int ***mr);
 /* Move src into dst (dst owns the MR references afterwards; src is left
  * empty). */
 void iw_rwqe_move(struct iw_rwqe_buf *dst, struct iw_rwqe *src);
@@ -287,6 +287,11 @@ void iw_qp_rx_direct_settle_locked(struct iw_qp *qp);
 int iw_qp_tx_build_locked(struct iw_qp *qp);
 /* Queue a TERMINATE FPDU with header h (qp_tx.c; room is reserved). */
 int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len);
+/* The DDP and RDMAP headers of a TERMINATE (the whole ULPDU) into h: the
+ * triple, and for DDP/RDMAP errors the offending segment's headers copied
+ * from seg (may be NULL). Returns the length or a negative errno. */
+int iw_term_hdr_build(uint8_t *h, size_t cap, uint16_t term, uint32_t msn,
+		      const struct iw_ddp_seg *seg);
 /* Drop the transmit queue unsent, with the references its marks hold. */
 void iw_qp_txq_discard_locked(struct iw_qp *qp);
 

@@ -181,8 +181,17 @@ static uint16_t hdr_atomic_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	memset(e, 0, sizeof(*e));
 	e->atomic = true;
 	e->req_id = a->req_id;
-	return iw_mem_check_remote(&qp->context->mem, qp->pd, a->stag, a->to, 8,
-				   IW_MEM_REMOTE_ATOMIC, IW_MEM_BY_RDMAP, &e->mr, &e->src);
+	uint16_t t = iw_mem_check_remote(&qp->context->mem, qp->pd, a->stag, a->to, 8,
+					 IW_MEM_REMOTE_ATOMIC, IW_MEM_BY_RDMAP, &e->mr, &e->src);
+	/* An aligned TO is not enough: a fast-reg MR may map it to a host
+	 * address of another alignment, and the 64-bit atomic needs one. */
+	if (!t && ((uintptr_t)e->src & 7)) {
+		iw_mem_put(e->mr);
+		e->mr = NULL;
+		e->src = NULL;
+		t = IW_TERM_RDMAP_BASE_BOUNDS;
+	}
+	return t;
 }
 
 static uint16_t hdr_untagged_simple(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)

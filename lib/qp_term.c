@@ -42,19 +42,28 @@ static void fill_copies(struct iw_terminate *t, const struct iw_ddp_seg *seg)
 	}
 }
 
-static void queue_terminate(struct iw_qp *qp, uint16_t term, const struct iw_ddp_seg *seg)
+int iw_term_hdr_build(uint8_t *h, size_t cap, uint16_t term, uint32_t msn,
+		      const struct iw_ddp_seg *seg)
 {
 	struct iw_terminate t = {.term = term};
 	if (seg && IW_TERM_LAYER(term) != IW_LAYER_LLP)
 		fill_copies(&t, seg);
-	uint8_t h[IW_FPDU_HDR_MAX];
 	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, true),
 			       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_TERMINATE)};
 	d.qn = IW_QN_TERMINATE;
-	d.msn = qp->tx_msn[IW_QN_TERMINATE]++;
-	int n = iw_ddp_hdr_build(h, sizeof(h), &d);
-	int m = iw_rdmap_term_build(h + n, sizeof(h) - (size_t)n, &t);
-	if (n < 0 || m < 0 || iw_qp_tx_term_locked(qp, h, (size_t)(n + m)) < 0)
+	d.msn = msn;
+	int n = iw_ddp_hdr_build(h, cap, &d);
+	if (n < 0)
+		return n;
+	int m = iw_rdmap_term_build(h + n, cap - (size_t)n, &t);
+	return m < 0 ? m : n + m;
+}
+
+static void queue_terminate(struct iw_qp *qp, uint16_t term, const struct iw_ddp_seg *seg)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	int n = iw_term_hdr_build(h, sizeof(h), term, qp->tx_msn[IW_QN_TERMINATE]++, seg);
+	if (n < 0 || iw_qp_tx_term_locked(qp, h, (size_t)n) < 0)
 		qp->err_msg = "TERMINATE could not be queued (out of memory)";
 }
 

@@ -30,7 +30,8 @@ IW_EXPORT struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr
 		return NULL;
 	}
 	for (uint32_t i = 0; i < attr->attr.max_wr; i++)
-		iw_rwqe_bind(&srq->ring[i], &srq->sges, i, attr->attr.max_sge);
+		iw_wqe_sges_slice(&srq->sges, i, attr->attr.max_sge, &srq->ring[i].sge,
+				  &srq->ring[i].sge_ptr, &srq->ring[i].sge_mr);
 	srq->context = pd->context;
 	srq->pd = pd;
 	srq->srq_context = attr->srq_context;

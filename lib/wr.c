@@ -294,18 +294,13 @@ void iw_wqe_sges_free(struct iw_wqe_sges *st)
 	st->mr = NULL;
 }
 
-void iw_swqe_bind(struct iw_swqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge)
+void iw_wqe_sges_slice(const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge,
+		       struct iw_sge **sge, uint8_t ***ptr, struct iw_mr_int ***mr)
 {
-	w->sge = st->sge + (size_t)i * max_sge;
-	w->sge_ptr = st->ptr + (size_t)i * max_sge;
-	w->sge_mr = st->mr + (size_t)i * max_sge;
-}
-
-void iw_rwqe_bind(struct iw_rwqe *w, const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge)
-{
-	w->sge = st->sge + (size_t)i * max_sge;
-	w->sge_ptr = st->ptr + (size_t)i * max_sge;
-	w->sge_mr = st->mr + (size_t)i * max_sge;
+	size_t at = (size_t)i * max_sge;
+	*sge = st->sge + at;
+	*ptr = st->ptr + at;
+	*mr = st->mr + at;
 }
 
 void iw_rwqe_move(struct iw_rwqe_buf *dst, struct iw_rwqe *src)

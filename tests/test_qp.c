@@ -2395,6 +2395,33 @@ static void a_atomic_access(struct hfix *f)
 	ck_assert(memcmp(f->mr_rd->p, want, 64) == 0);
 }
 
+/* An aligned TO that a fast-reg MR maps to a misaligned host address: the
+ * 64-bit atomic must be refused, not run unaligned. */
+static void a_atomic_host_misaligned(struct hfix *f)
+{
+	struct iw_mr *fr = iw_alloc_mr(f->w.pd, 1);
+	struct buf *mem = buf_new(&f->w, NULL, 64, 0);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	reg_mr_wr(f->qp, 210, fr, key, ACC_RW | IW_ACCESS_REMOTE_ATOMIC, 0x10000, mem->p + 1, 16);
+	host_drain(&f->h);
+	uint8_t before[64];
+	memcpy(before, mem->p, sizeof(before));
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_ATOMIC_REQ, IW_QN_READ_REQ, f->h.msn[1]++, 0, true);
+	struct iw_atomic_req a = {.atomic_op = IW_ATOMIC_FETCH_ADD, .req_id = 1, .stag = key,
+				  .to = 0x10000, .add_swap = 1};
+	hl += (size_t)iw_rdmap_atomic_req_build(hdr + hl, sizeof(hdr) - hl, &a);
+	host_fpdu(&f->h, hdr, hl, NULL, 0);
+	ck_assert(memcmp(mem->p, before, sizeof(before)) == 0);
+	host_drain(&f->h);
+	expect_wc(f->w.e[0].scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(f->w.e[0].scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	expect_wc(f->w.e[0].scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(f->w.e[0].scq, 210, IW_WC_SUCCESS, IW_WC_REG_MR);
+	f->reads = false; /* checked here */
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+}
+
 #define HF_ALL 0
 static const struct hcase hcases[] = {
 	{"write invalid STag", HF_ALL, a_write_inv_stag, IW_TERM_DDP_T_INV_STAG,
@@ -2472,6 +2499,8 @@ static const struct hcase hcases[] = {
 	{"no RTR", HF_RTR, a_no_rtr, IW_TERM_LLP_NO_RTR, IW_EVENT_QP_FATAL, COPY_NONE},
 	{"atomic access", HF_7306, a_atomic_access, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR,
 	 COPY_DDP},
+	{"atomic host misaligned", HF_7306, a_atomic_host_misaligned, IW_TERM_RDMAP_BASE_BOUNDS,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
 };
 #define NUM_HCASES ((int)(sizeof(hcases) / sizeof(hcases[0])))
 #define HVARIANTS 4
