@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Helpers shared by the interop scenarios (sourced, not executed).
+#
+# The runner (tests/interop/run.sh) exports:
+#   IWI_RIG      directory holding the rig's guest.sh (tests/interop/rig)
+#   IWI_NETNS    network namespace the host-side programs run in
+#   IWI_HOST_IP  our address inside that namespace (bridge side)
+#   IWI_GUEST_IP the guest's address (siw1 is bound to it)
+#   IWI_BRIDGE   the namespace-side link device, where captures are taken
+#   IWI_BUILD    the configured build tree (tools/, tests/ binaries)
+#   IWI_SRC      the source tree (tests/interop/...)
+#   IWI_OUT      where logs and captures of this run go
+#   IWI_RESULTS  tab-separated result lines: scenario, role, status, detail
+# A scenario script sources this file, runs its cases, records each with
+# `result`, and exits 0 when all of its cases passed.
+
+: "${IWI_RIG:?}" "${IWI_NETNS:?}" "${IWI_BRIDGE:?}" "${IWI_HOST_IP:?}" "${IWI_GUEST_IP:?}"
+: "${IWI_BUILD:?}" "${IWI_OUT:?}" "${IWI_RESULTS:?}"
+IWI_SRC=${IWI_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+T=$IWI_BUILD/tools
+mkdir -p "$IWI_OUT"
+iwi_failed=0
+
+log() { printf '[interop] %s\n' "$*" >&2; }
+
+# result SCENARIO ROLE PASS|FAIL|SKIP DETAIL...
+result() {
+	local scn=$1 role=$2 st=$3
+	shift 3
+	printf '%s\t%s\t%s\t%s\n' "$scn" "$role" "$st" "$*" >>"$IWI_RESULTS"
+	printf '[interop] %-4s %s (%s): %s\n' "$st" "$scn" "$role" "$*"
+	[ "$st" != FAIL ] || iwi_failed=1
+}
+
+# gx [-t SECS] CMD...: run a shell command in the guest; exit status is its.
+gx() { "$IWI_RIG/guest.sh" "$@"; }
+
+# hx CMD...: run a host program inside the rig's namespace.
+hx() { ip netns exec "$IWI_NETNS" "$@"; }
+
+# guest_bg NAME CMD: start CMD in the guest in the background. Its output
+# goes to /tmp/NAME.log and its exit status to /tmp/NAME.rc when it ends.
+guest_bg() {
+	local name=$1
+	shift
+	gx -t 20 "rm -f /tmp/$name.rc /tmp/$name.log; (sh -c '$*' & echo \$! > /tmp/$name.pid; wait \$!; echo \$? > /tmp/$name.rc) > /tmp/$name.log 2>&1 < /dev/null &"
+}
+
+# guest_wait NAME SECS: wait for a guest_bg job; prints nothing, returns
+# its exit status (124 and kills it after SECS seconds).
+guest_wait() {
+	local name=$1 secs=$2 rc
+	rc=$(gx -t $((secs + 15)) "i=0; while [ ! -s /tmp/$name.rc ] && [ \$i -lt $((secs * 10)) ]; do sleep 0.1; i=\$((i+1)); done; cat /tmp/$name.rc 2>/dev/null || echo 124") || rc=125
+	[ "$rc" = 124 ] && guest_kill "$name"
+	return "$rc"
+}
+
+# guest_log NAME: the output of a guest_bg job.
+guest_log() { gx -t 20 "cat /tmp/$1.log 2>/dev/null"; }
+
+# guest_kill NAME: kill a guest_bg job and everything it started (the guest
+# has no pkill; walk the parent links that busybox ps shows).
+guest_kill() {
+	gx -t 20 "kt() { for c in \$(ps -o pid,ppid | awk -v p=\$1 '\$2==p{print \$1}'); do kt \$c; done; kill -9 \$1 2>/dev/null; }; p=\$(cat /tmp/$1.pid 2>/dev/null) && kt \$p; true" >/dev/null 2>&1 || true
+}
+
+# guest_listening PORT [SECS]: wait until a TCP listener on PORT exists in
+# the guest (rdma_cm's listen is a kernel socket, shown by ss like any).
+guest_listening() {
+	local port=$1 secs=${2:-20}
+	gx -t $((secs + 10)) "i=0; while [ \$i -lt $((secs * 10)) ]; do ss -ltnH 2>/dev/null | awk '{print \$4}' | grep -q ':$port\$' && exit 0; sleep 0.1; i=\$((i+1)); done; exit 1"
+}
+
+# host_listening PORT [SECS]: the same for a listener in our namespace.
+host_listening() {
+	local port=$1 secs=${2:-20} i
+	for ((i = 0; i < secs * 10; i++)); do
+		hx ss -ltnH 2>/dev/null | awk '{print $4}' | grep -q ":$port\$" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# guest_healthy: false once the guest kernel hit a BUG/oops (iw_cm has a
+# BUG_ON that a close before ESTABLISHED reaches) or stopped answering.
+guest_healthy() {
+	local n
+	n=$(gx -t 20 "dmesg | grep -c -E 'kernel BUG|Oops|general protection'") || return 1
+	[ "$n" = 0 ]
+}
+
+# cap_start NAME [FILTER]: capture the link on the host side (the bridge in
+# our namespace) into $IWI_OUT/NAME.pcap; cap_stop NAME ends it.
+cap_start() {
+	local name=$1 filter=${2:-tcp}
+	hx tcpdump -i "$IWI_BRIDGE" -s 0 -U -w "$IWI_OUT/$name.pcap" "$filter" \
+		>"$IWI_OUT/$name.tcpdump.log" 2>&1 &
+	echo $! >"$IWI_OUT/$name.cap.pid"
+	# tcpdump says "listening on" once the capture is open
+	for _ in $(seq 50); do
+		grep -q 'listening on' "$IWI_OUT/$name.tcpdump.log" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	log "tcpdump for $name did not start"
+	return 1
+}
+cap_stop() {
+	local pid
+	pid=$(cat "$IWI_OUT/$1.cap.pid" 2>/dev/null) || return 0
+	sleep 0.3 # let the last segments reach the capture
+	kill -INT "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -f "$IWI_OUT/$1.cap.pid"
+}
+
+# finish: the scenario's exit status.
+finish() { exit "$iwi_failed"; }
