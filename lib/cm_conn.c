@@ -71,6 +71,7 @@ static void send_mpa_terminate(struct iw_cm_id_int *id)
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
 static void on_timeout(evutil_socket_t fd, short what, void *arg);
+static void on_wake(evutil_socket_t fd, short what, void *arg);
 static void after_engine(struct iw_cm_id_int *id);
 
 /* ------------------------------------------------------------ plumbing */
@@ -120,6 +121,7 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 	free_event(&id->rd);
 	free_event(&id->wr);
 	free_event(&id->tmo);
+	free_event(&id->wake);
 	if (id->fd >= 0) {
 		/* An application thread may be in write_loop (iw_cm_conn_tx,
 		 * txlock held, iovecs pointing into the transmit queue): let it
@@ -270,6 +272,7 @@ static int write_loop(struct iw_cm_id_int *id)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -errno;
 		}
 		iw_qp_tx_sent(id->qp, (size_t)w);
+		id->tx_any = true;
 	}
 }
 
@@ -311,6 +314,55 @@ void iw_cm_conn_tx(struct iw_cm_id_int *id)
 
 /* ------------------------------------------------------------ engine */
 
+/* ------------------------------------------------------------ wake-ups */
+
+#define IW_WAKE_TIMES 6
+
+static void wake_arm(struct iw_cm_id_int *id)
+{
+	struct timeval tv = {.tv_sec = id->wake_ms / 1000, .tv_usec = (id->wake_ms % 1000) * 1000};
+	evtimer_add(id->wake, &tv);
+}
+
+/* Only the initiator: a responder that missed our first FPDUs (siw) has
+ * nothing to say until it reads them, so the silence is ours to break. */
+static void wake_start(struct iw_cm_id_int *id)
+{
+	id->rx_any = false;
+	if (!id->initiator || !id->opts.wake_ms)
+		return;
+	if (!id->wake)
+		id->wake = evtimer_new(base_of(id), on_wake, id);
+	if (!id->wake)
+		return; /* only a workaround: the connection works without it */
+	id->wake_ms = id->opts.wake_ms;
+	id->wake_left = IW_WAKE_TIMES;
+	wake_arm(id);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct iw_cm_id_int *id = arg;
+	struct iw_context *ctx = id->pub.context;
+	(void)fd;
+	(void)what;
+	iw_ev_enter(ctx);
+	if (id->state == IW_CS_RUNNING && !id->rx_any && id->qp) {
+		pthread_mutex_lock(&id->txlock);
+		bool sent = id->tx_any;
+		pthread_mutex_unlock(&id->txlock);
+		if (sent) {
+			iw_qp_wake(id->qp);
+			after_engine(id);
+		}
+		if (--id->wake_left > 0 && id->wake) {
+			id->wake_ms *= 2;
+			wake_arm(id);
+		}
+	}
+	iw_ev_leave(ctx);
+}
+
 static void start_qp(struct iw_cm_id_int *id)
 {
 	int mss = 0;
@@ -339,6 +391,7 @@ static void start_qp(struct iw_cm_id_int *id)
 	iw_qp_start(id->qp, &c);
 	id->state = IW_CS_RUNNING;
 	event_add(id->rd, NULL);
+	wake_start(id);
 }
 
 static void after_engine(struct iw_cm_id_int *id)
@@ -409,6 +462,7 @@ static ssize_t rx_once(struct iw_cm_id_int *id)
 		return 0;
 	}
 	size_t take = (size_t)n < d ? (size_t)n : d;
+	id->rx_any = true;
 	if (id->trace) {
 		/* In stream order: the directly placed part, then the rest.
 		 * Taken before the engine sees them (a completed receive's
@@ -512,6 +566,8 @@ static void read_mpa(struct iw_cm_id_int *id)
 		id->res = id->hs->res;
 		start_qp(id);
 		/* Octets after the Reply are the first FPDUs. */
+		if ((size_t)n > used)
+			id->rx_any = true;
 		rx_feed(id, bounce + used, (size_t)n - used);
 		after_engine(id);
 	}

@@ -46,6 +46,13 @@ struct iw_cm_id_int {
 	bool bound;
 	int fd;
 	struct event *rd, *wr, *tmo;
+	/* Initiator wake-ups (iw_mpa_opts.wake_ms): timer, next delay, firings
+	 * left; rx_any is set by the first octet from the peer after the
+	 * Reply, tx_any (under txlock) by our first octet sent. */
+	struct event *wake;
+	uint32_t wake_ms;
+	int wake_left;
+	bool rx_any, tx_any;
 	struct iw_mpa_opts opts;
 	struct iw_mpa_hs *hs;       /* only while MPA frames are exchanged */
 	struct iw_qp *qp;

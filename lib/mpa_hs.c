@@ -68,6 +68,7 @@ IW_EXPORT void iw_mpa_opts_default(struct iw_mpa_opts *opts)
 	opts->pd_cap = IW_MPA_PD_MAX;
 	opts->timeout_ms = 10000;
 	opts->peer_siw_term = false;
+	opts->wake_ms = 200;
 }
 
 const char *iw_mpa_hs_state_str(enum iw_mpa_hs_state s)

@@ -198,6 +198,7 @@ static void reset_locked(struct iw_qp *qp)
 	qp->irq_head = qp->irq_cnt = 0;
 	qp->connected = qp->terminated = false;
 	qp->rtr_wait = qp->rtr_pending = qp->rtr_read_resp = qp->rtr_read_sent = false;
+	qp->wake_pending = false;
 	qp->tx_cur = IW_TX_NONE;
 	qp->rx_direct_busy = false;
 	qp->term = 0;
@@ -589,6 +590,7 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 	size_rd_queues(qp);
 	qp->connected = true;
 	qp->terminated = false;
+	qp->fault_crc_nth = 0; /* a fault is armed per connection */
 	qp->state = IW_QPS_RTS;
 	iw_fpdu_tx_init(&qp->ftx, c->crc, c->markers_tx, 0);
 	iw_fpdu_rx_init(&qp->frx, c->crc, c->markers_rx, 0, 0, IW_QP_RX_FLAGS);

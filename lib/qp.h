@@ -201,6 +201,7 @@ struct iw_qp {
 	bool rtr_wait;        /* responder: nothing goes out before the RTR */
 	bool rtr_pending;     /* initiator: the RTR is the next FPDU */
 	bool rtr_read_resp;   /* owe the zero-length Read Response to a READ RTR */
+	bool wake_pending;    /* a zero-length RDMA Write is to go out (iw_qp_wake) */
 	bool terminated;      /* TERMINATE queued or received: no more FPDUs */
 	struct iw_fpdu_tx ftx;
 	struct iw_fpdu_rx frx;
@@ -217,6 +218,9 @@ struct iw_qp {
 	bool rx_direct_busy;
 	bool flush_pending;   /* ERR reached with octets still queued */
 	bool sqd_pending;     /* SQD entered, SQ_DRAINED not raised yet */
+	/* iw_qp_inject_fault(IW_FAULT_TX_CRC): FPDUs to frame until the one
+	 * whose CRC is corrupted (0: none armed). */
+	uint32_t fault_crc_nth;
 
 	/* inbound message in progress */
 	struct {
@@ -264,6 +268,10 @@ int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n);
 int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap);
 void iw_qp_tx_sent(struct iw_qp *qp, size_t n);
 bool iw_qp_tx_pending(struct iw_qp *qp);
+/* Queue a zero-length RDMA Write (STag 1) at the next message boundary: it
+ * makes a peer that left earlier FPDUs unread look at its socket again
+ * (iw_mpa_opts.wake_ms). Ignored unless the QP is connected and in RTS. */
+void iw_qp_wake(struct iw_qp *qp);
 unsigned iw_qp_take_events(struct iw_qp *qp);
 /* The connection closed (FIN or error from TCP): ERR and flush. */
 void iw_qp_conn_lost(struct iw_qp *qp, bool graceful);

@@ -18,6 +18,7 @@
 #include "cq.h"
 #include "qp.h"
 #include "mpa_tx.h"
+#include "visibility.h"
 #include "wr.h"
 
 /* Zero-length tagged frames never carry STag 0 (Chelsio drops them); siw
@@ -93,6 +94,17 @@ static void txq_append(struct iw_txq *q, const struct iovec *v, const void *scra
 	q->cnt++;
 }
 
+/* IW_FAULT_TX_CRC: invert the CRC field, so that it cannot match what the
+ * receiver computes over the same octets. The field is the 4 octets after
+ * the pad in the encoder's tail; the iovecs point there (also when a
+ * marker splits the field) and txq_append copies them from there next. */
+static void corrupt_crc(struct iw_fpdu_out *out)
+{
+	unsigned pad = iw_mpa_pad((uint32_t)(out->head[0] << 8 | out->head[1]));
+	for (unsigned i = 0; i < IW_MPA_CRC_LEN; i++)
+		out->tail[pad + i] ^= 0xFF;
+}
+
 /* Frame one FPDU into the transmit queue (room already checked). */
 static int txq_fpdu(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
 		    const struct iovec *pay, int pay_cnt)
@@ -105,6 +117,9 @@ static int txq_fpdu(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
 	int rc = iw_fpdu_encode(&qp->ftx, &out, hdr, hdr_len, pay, pay_cnt);
 	if (rc)
 		return rc;
+	/* Unarmed, fault injection costs this one test per FPDU. */
+	if (qp->fault_crc_nth && --qp->fault_crc_nth == 0)
+		corrupt_crc(&out);
 	for (int i = 0; i < out.iovcnt; i++)
 		txq_append(q, &iov[i], &out, sizeof(out));
 	q->queued += out.wire_len;
@@ -184,6 +199,27 @@ static int emit_rtr_read_resp(struct iw_qp *qp)
 	if (!rc)
 		qp->rtr_read_resp = false;
 	return rc;
+}
+
+/* A wake-up (iw_qp_wake) is a WRITE RTR sent again: zero octets, STag 1. */
+static int emit_wake(struct iw_qp *qp)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+		return -EAGAIN;
+	size_t n = hdr_tagged(h, IW_OP_WRITE, true, IW_RTR_STAG, 0);
+	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	if (!rc)
+		qp->wake_pending = false;
+	return rc;
+}
+
+void iw_qp_wake(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	if (qp->connected && !qp->terminated && qp->state == IW_QPS_RTS)
+		qp->wake_pending = true;
+	pthread_mutex_unlock(&qp->lock);
 }
 
 /* ------------------------------------------------------------ IRQ */
@@ -434,6 +470,9 @@ static int emit_one(struct iw_qp *qp)
 	bool sqd = qp->state == IW_QPS_SQD;
 	if (qp->rtr_wait || (qp->state != IW_QPS_RTS && !sqd))
 		return -EAGAIN;
+	/* Between messages only: a tagged frame must not split another. */
+	if (qp->wake_pending && qp->tx_cur == IW_TX_NONE)
+		return emit_wake(qp);
 	/* In SQD the responder side goes on (Read Responses are owed) and a
 	 * message already begun is finished; no new WQE starts. */
 	if (qp->tx_cur == IW_TX_IRQ || (qp->tx_cur == IW_TX_NONE && qp->irq_cnt))
@@ -557,6 +596,41 @@ void iw_qp_conn_lost(struct iw_qp *qp, bool graceful)
 	else
 		iw_qp_flush_locked(qp);
 	pthread_mutex_unlock(&qp->lock);
+}
+
+/* ------------------------------------------------------------ faults */
+
+IW_EXPORT const char *iw_fault_str(enum iw_fault fault)
+{
+	return fault == IW_FAULT_TX_CRC ? "tx-crc" : "unknown";
+}
+
+/* Armed under the QP lock, like posting, so it counts from the next FPDU
+ * framed whichever thread frames it. */
+static int inject_locked(struct iw_qp *qp, uint32_t nth)
+{
+	if (nth == 0) {
+		qp->fault_crc_nth = 0;
+		return 0;
+	}
+	if (!qp->connected || qp->terminated ||
+	    (qp->state != IW_QPS_RTS && qp->state != IW_QPS_SQD))
+		return ENOTCONN;
+	/* Without CRC the field is zero and unchecked: nothing to break. */
+	if (!qp->conn.crc)
+		return EOPNOTSUPP;
+	qp->fault_crc_nth = nth;
+	return 0;
+}
+
+IW_EXPORT int iw_qp_inject_fault(struct iw_qp *qp, enum iw_fault fault, uint32_t nth)
+{
+	if (!qp || fault != IW_FAULT_TX_CRC)
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	int rc = inject_locked(qp, nth);
+	pthread_mutex_unlock(&qp->lock);
+	return rc;
 }
 
 int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len)

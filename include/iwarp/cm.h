@@ -111,11 +111,20 @@ struct iw_mpa_opts {
 	uint16_t pd_cap;      /* largest private data we send, RFC 6581 block included */
 	uint32_t timeout_ms;  /* MPA exchange deadline after TCP connects */
 	bool peer_siw_term;   /* decode the peer's TERMINATE with siw's bit layout */
+	/* Initiator: while the peer has sent nothing since its Reply and we
+	 * have sent FPDUs, send a zero-length RDMA Write (STag 1, like a WRITE
+	 * RTR) after wake_ms, then 2x, 4x ... (6 times at most). siw sends
+	 * its Reply before it hooks up its receive path and leaves FPDUs that
+	 * arrived in between unread until more data comes; the Write is that
+	 * data. Peers must accept zero-length tagged frames without checking
+	 * the STag (RFC 5040 RDMA Write, interop.md rule 4). 0 disables. */
+	uint16_t wake_ms;
 };
 /*
  * Get the default MPA options: fill *opts (see struct iw_mpa_opts) with rev
  * 2, enhanced, peer-to-peer, offer WRITE|READ RTR, accept WRITE then READ,
- * CRC on, markers not requested but accepted, pd_cap 512, 10 s timeout. A
+ * CRC on, markers not requested but accepted, pd_cap 512, 10 s timeout,
+ * wake_ms 200. A
  * NULL opts is ignored. Every new id starts with these options.
  */
 void iw_mpa_opts_default(struct iw_mpa_opts *opts);
