@@ -112,6 +112,8 @@ RELATED = {
                       "iw_cm_disconnect", "iw_cm_listen"],
     "iw_cm_listen": ["iw_cm_bind_addr", "iw_cm_accept", "iw_cm_reject", "iw_cm_get_event"],
     "iw_cm_accept": ["iw_cm_listen", "iw_cm_create_qp", "iw_cm_reject", "iw_cm_get_event"],
+    "iw_qp_inject_fault": ["iw_get_async_event", "iw_poll_cq", "iw_term_str",
+                           "iw_mpa_opts_default"],
 }
 
 EXAMPLES = {

@@ -28,7 +28,8 @@
  *
  * Threads: iw_post_send, iw_post_recv, iw_post_srq_recv, iw_poll_cq,
  * iw_req_notify_cq, iw_get_cq_event, iw_ack_cq_events, iw_get_async_event,
- * iw_reg_mr and iw_dereg_mr may be called from any thread. Posting writes
+ * iw_reg_mr, iw_dereg_mr and iw_qp_inject_fault may be called from any
+ * thread. Posting writes
  * to the socket from the calling thread when it can (never blocking) and
  * leaves the rest to the loop. No libiwarp lock is held while application
  * code runs: completions and events are delivered through queues with an
@@ -833,6 +834,48 @@ int iw_destroy_srq(struct iw_srq *srq);
  *   ENOMEM  The SRQ is full (max_wr WRs posted).
  */
 int iw_post_srq_recv(struct iw_srq *srq, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr);
+
+/* ============================================================ fault injection */
+
+/* Faults a QP can be told to commit on the wire (iw_qp_inject_fault): for
+ * testing how peers handle them and for producing faulty streams to debug
+ * decoders with. */
+enum iw_fault {
+	IW_FAULT_TX_CRC = 1, /* one FPDU goes out with a wrong MPA CRC */
+};
+/*
+ * Name a fault, e.g. "tx-crc" for IW_FAULT_TX_CRC. Thread safe.
+ *
+ * Returns: a static string ("unknown" for a value outside the enum).
+ */
+const char *iw_fault_str(enum iw_fault fault);
+/*
+ * Inject a fault into a connected QP's transmit path. IW_FAULT_TX_CRC: the
+ * nth FPDU the QP frames from now on (1: the next) goes out with its MPA
+ * CRC field inverted, so that it cannot match; every other octet is what
+ * the QP would have sent. A peer that checks CRCs then answers with
+ * TERMINATE (layer LLP, error type MPA, code 0x02) and closes: the QP
+ * raises IW_EVENT_QP_TERMINATE and flushes what is outstanding, as for
+ * any peer's TERMINATE.
+ *
+ * Every FPDU counts, in the order the QP frames them: Send, RDMA Write and
+ * Read Request segments, Read Responses, a TERMINATE. FPDUs already framed
+ * before the call (queued for the socket) do not count; MPA Request and
+ * Reply frames are not FPDUs. The fault fires once. A new call replaces
+ * the fault armed before; nth 0 disarms it (this never fails on a valid
+ * qp). The fault belongs to the current connection: it is cleared when the
+ * QP starts another. Unarmed, it costs one test per FPDU. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  qp is NULL, or fault is not an enum iw_fault value.
+ *   ENOTCONN The QP is not connected in RTS or SQD: the MPA exchange has
+ *            not completed, or the QP is in ERR (a TERMINATE was sent or
+ *            received, or the connection closed).
+ *   EOPNOTSUPP The connection did not negotiate MPA CRC: the field is zero
+ *            and unchecked, so there is nothing to corrupt.
+ */
+int iw_qp_inject_fault(struct iw_qp *qp, enum iw_fault fault, uint32_t nth);
 
 #ifdef __cplusplus
 }
