@@ -23,6 +23,11 @@
  *   exit_drains  a program that exits without iw_context_free still
  *             leaves a whole, valid trace.
  *   ipv6_one_context  IPv6 framing; both ends in one context traced once.
+ *   wake      the initiator's wake-ups (iw_mpa_opts.wake_ms): a client
+ *             whose peer stays silent sends zero-length Writes on the
+ *             given schedule, the responder takes them as nothing, and
+ *             they stop once the peer has spoken. The other cases turn
+ *             wake-ups off, so a slow run (valgrind) adds no FPDU.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -225,6 +230,9 @@ static void post(struct side *s, enum iw_wr_opcode op, uint32_t off, uint32_t le
 
 /* Server listening on 127.0.0.1 or ::1 (kernel's port), client connected
  * to it. */
+/* The client's iw_mpa_opts.wake_ms (0: none, for exact FPDU counts). */
+static uint16_t cli_wake_ms;
+
 static uint8_t pair_connect_fam(struct side *srv, struct side *cli, int family)
 {
 	ck_assert_int_eq(iw_cm_create_id(srv->cm, &srv->listen, NULL), 0);
@@ -242,6 +250,10 @@ static uint8_t pair_connect_fam(struct side *srv, struct side *cli, int family)
 	ck_assert_int_eq(iw_cm_listen(srv->listen, 0), 0);
 	struct iw_cm_id *cid, *sid;
 	ck_assert_int_eq(iw_cm_create_id(cli->cm, &cid, NULL), 0);
+	struct iw_mpa_opts o;
+	iw_mpa_opts_default(&o);
+	o.wake_ms = cli_wake_ms;
+	ck_assert_int_eq(iw_cm_set_mpa_opts(cid, &o), 0);
 	side_qp(cli, cid);
 	struct iw_conn_param cp = {.responder_resources = 4, .initiator_depth = 4};
 	ck_assert_int_eq(iw_cm_connect(cid, (struct sockaddr *)&srv->listen->local_addr, &cp), 0);
@@ -775,6 +787,71 @@ START_TEST(exit_drains)
 }
 END_TEST
 
+/* ============================================================ wake-ups */
+
+static struct iw_qp_attr qp_attr_of(struct iw_qp *qp)
+{
+	struct iw_qp_attr a;
+	struct iw_qp_init_attr ia;
+	ck_assert_int_eq(iw_query_qp(qp, &a, IW_QP_STATE, &ia), 0);
+	return a;
+}
+
+START_TEST(wake)
+{
+	char sp[300];
+	tmp_init();
+	tmp_path(sp, sizeof(sp), "wake.pcap");
+	struct side srv, cli;
+	side_init(&srv, ctx_new(sp, 0));
+	side_init(&cli, ctx_new(NULL, 0));
+	cli_wake_ms = 20;
+	uint8_t rtr = pair_connect(&srv, &cli);
+	cli_wake_ms = 0;
+	ck_assert_uint_eq(rtr, IW_RTR_WRITE);
+	/* A Send the server takes without a word back; the wake-ups due at
+	 * 20, 60 and 140 ms after the start follow it. */
+	post(&cli, IW_WR_SEND, SEND_AREA, 100, NULL, 0);
+	wc_wait(cli.cq, IW_WC_SEND, 0);
+	wc_wait(srv.cq, IW_WC_RECV, 100);
+	struct timespec ts = {0, 400 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	/* The server speaks: no wake-up after this one is read. The rest of
+	 * the schedule (300, 620, 1260 ms) passes in silence. */
+	post_recv(&cli, SEND_AREA, RECV_SLOT);
+	post(&srv, IW_WR_SEND, SRV_SEND_OFF, 10, NULL, 0);
+	wc_wait(srv.cq, IW_WC_SEND, 0);
+	wc_wait(cli.cq, IW_WC_RECV, 10);
+	ts.tv_sec = 1;
+	nanosleep(&ts, NULL);
+	/* The Writes did the responder no harm: both QPs are in RTS and a
+	 * Send still goes through. */
+	ck_assert_int_eq(qp_attr_of(srv.id->qp).qp_state, IW_QPS_RTS);
+	ck_assert_int_eq(qp_attr_of(cli.id->qp).qp_state, IW_QPS_RTS);
+	post(&cli, IW_WR_SEND, SEND_AREA, 100, NULL, 0);
+	wc_wait(cli.cq, IW_WC_SEND, 0);
+	wc_wait(srv.cq, IW_WC_RECV, 100);
+	pair_close(&srv, &cli);
+	side_fini(&cli);
+	side_fini(&srv);
+
+	static struct rt_capture cap;
+	ck_assert_msg(rt_read(&cap, sp) == 0, "%s", cap.why);
+	struct rt_iwarp iw;
+	ck_assert_int_eq(rt_decode(&cap.conn[0], &iw), 0);
+	unsigned z = iw.dir[0].zero_len_writes;
+	/* The RTR, then at least one wake-up (three are due in the first
+	 * 400 ms; a loaded machine or valgrind may fire them late), and
+	 * never the last, due 1260 ms in: the server's Send, read at about
+	 * 400 ms, ended the schedule. */
+	ck_assert_msg(z >= 1 + 1 && z <= 1 + 5, "zero-length Writes: %u", z);
+	ck_assert_uint_eq(iw.dir[0].msgs[IW_OP_SEND], 2);
+	ck_assert_uint_eq(iw.dir[1].segs[IW_OP_TERMINATE], 0);
+	rt_free(&cap);
+	tmp_fini();
+}
+END_TEST
+
 Suite *suite_trace(void)
 {
 	Suite *s = suite_create("trace");
@@ -787,6 +864,7 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, tx_copy);
 	tcase_add_test(tc, exit_drains);
 	tcase_add_test(tc, ipv6_one_context);
+	tcase_add_test(tc, wake);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -11,6 +11,8 @@
 #   IWI_SRC      the source tree (tests/interop/...)
 #   IWI_OUT      where logs and captures of this run go
 #   IWI_RESULTS  tab-separated result lines: scenario, role, status, detail
+#   IWI_SHARE    host folder the guest sees at /mnt/host (9p), for programs
+#                built on the host to run in the guest
 # A scenario script sources this file, runs its cases, records each with
 # `result`, and exits 0 when all of its cases passed.
 
