@@ -2639,6 +2639,162 @@ START_TEST(test_peer_terminate)
 }
 END_TEST
 
+/* ================================================================ fault injection */
+
+/* iw_qp_inject_fault(IW_FAULT_TX_CRC) against an in-memory peer that
+ * checks CRCs. A sends Send 1 (len1 octets, one or more FPDUs), Send 2,
+ * Read 3, Read 4 (held back: ORD 1) and Send 5, with the nth FPDU's CRC
+ * corrupted. B must find exactly that FPDU bad, TERMINATE with LLP/MPA/CRC
+ * and deliver only the messages before it; A must see the TERMINATE as the
+ * peer's and flush everything not done, in order, with the triple. */
+struct crc_case {
+	uint32_t nth;
+	enum feed_mode mode;
+	bool markers; /* on A -> B, where the corrupted CRC travels */
+	size_t len1;
+};
+
+static const struct crc_case crc_cases[] = {
+	{1, FEED_WHOLE, false, 100},   /* Send 1 */
+	{2, FEED_BYTES, false, 100},   /* Send 2 */
+	{3, FEED_RANDOM, true, 100},   /* Read Request 3 */
+	{2, FEED_DIRECT, false, 4000}, /* the middle segment of Send 1 */
+	{4, FEED_DIRECT, true, 4000},  /* Send 2, behind a 3-segment Send 1 */
+};
+#define NUM_CRC_CASES (sizeof(crc_cases) / sizeof(crc_cases[0]))
+
+/* The FPDUs a Send of len octets takes on A's connection. */
+static uint32_t send_fpdus(const struct end *A, size_t len)
+{
+	uint32_t maxp = A->conn.mulpdu - IW_DDP_UNTAGGED_HDR_LEN;
+	return len ? (uint32_t)((len + maxp - 1) / maxp) : 1;
+}
+
+static void crc_post(struct world *w, const struct crc_case *c, struct buf *src,
+		     struct buf *rsrc, struct buf *sink)
+{
+	struct end *A = &w->e[0];
+	struct iw_sge sg = sge_of(sink, 0, 64);
+	ck_assert_int_eq(post_send_buf(A->qp, 1, 0, src, c->len1), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 2, 0, src, 16), 0);
+	ck_assert_int_eq(post_rdma(A->qp, 3, IW_WR_RDMA_READ, 0, &sg, 1, rsrc->p,
+				   rsrc->mr->rkey),
+			 0);
+	ck_assert_int_eq(post_rdma(A->qp, 4, IW_WR_RDMA_READ, 0, &sg, 1, rsrc->p,
+				   rsrc->mr->rkey),
+			 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 5, 0, src, 16), 0);
+}
+
+START_TEST(test_inject_crc)
+{
+	const struct crc_case *c = &crc_cases[_i];
+	struct cfg g = {.crc = true, .mk_ab = c->markers, .ord = 1};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	w.mode = c->mode;
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, c->len1, 0);
+	struct buf *rsrc = buf_new(&w, w.pd, 64, ACC_RD);
+	struct buf *sink = buf_new(&w, w.pd, 64, ACC_RW);
+	struct buf *r = buf_new(&w, w.pd, 3 * c->len1, IW_ACCESS_LOCAL_WRITE);
+	fill(src->p, c->len1, 7);
+	for (uint64_t k = 0; k < 3; k++) {
+		post_recv_buf(B->qp, 100 + k, r, k * c->len1, c->len1);
+		post_recv_buf(A->qp, 200 + k, sink, 0, 16);
+	}
+	uint32_t f1 = send_fpdus(A, c->len1);
+	ck_assert_uint_le(c->nth, f1 + 2); /* a Send or Read 3 is hit */
+	ck_assert_int_eq(iw_qp_inject_fault(A->qp, IW_FAULT_TX_CRC, c->nth), 0);
+	crc_post(&w, c, src, rsrc, sink);
+	pump(&w);
+
+	/* The wire: A's first nth - 1 FPDUs check, the nth does not (its
+	 * header is decoded before its CRC arrives); B's only FPDU is the
+	 * TERMINATE, and A sent none. */
+	ck_assert_int_eq(A->tap.err, -EBADMSG);
+	ck_assert_uint_eq(A->tap.nseg, c->nth);
+	ck_assert_uint_eq(A->tap.nterm, 0);
+	ck_assert_int_eq(B->tap.err, 0);
+	ck_assert_uint_eq(B->tap.nseg, 1);
+	expect_pair_terminate(&w, 1, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL);
+	ck_assert_uint_eq(B->tap.term.hdrct, 0); /* an LLP error copies no header */
+
+	/* A: the Sends were written before the TERMINATE came back, so they
+	 * completed; the rest flushes with the peer's triple, in order. */
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_SEND);
+	struct iw_wc wc = expect_wc(A->scq, 3, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_LLP_CRC);
+	wc = expect_wc(A->scq, 4, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_LLP_CRC);
+	wc = expect_wc(A->scq, 5, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_LLP_CRC);
+	expect_empty(A->scq);
+	for (uint64_t k = 0; k < 3; k++)
+		expect_wc(A->rcq, 200 + k, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_empty(A->rcq);
+
+	/* B: the messages wholly before the bad FPDU arrived, nothing after. */
+	bool got1 = c->nth > f1, got2 = c->nth > f1 + 1;
+	wc = expect_wc(B->rcq, 100, got1 ? IW_WC_SUCCESS : IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	if (got1) {
+		ck_assert_uint_eq(wc.byte_len, c->len1);
+		ck_assert(memcmp(r->p, src->p, c->len1) == 0);
+	}
+	wc = expect_wc(B->rcq, 101, got2 ? IW_WC_SUCCESS : IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	if (got2) {
+		ck_assert_uint_eq(wc.byte_len, 16);
+		ck_assert(memcmp(r->p + c->len1, src->p, 16) == 0);
+	}
+	expect_wc(B->rcq, 102, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_empty(B->rcq);
+	expect_empty(B->scq);
+	iw_qp_conn_lost(A->qp, false);
+	iw_qp_conn_lost(B->qp, false);
+	world_free(&w);
+}
+END_TEST
+
+/* The call's rules: arguments, the states it refuses, CRC off, nth 0
+ * disarming, a new call replacing the armed fault. */
+START_TEST(test_inject_fault_api)
+{
+	ck_assert_str_eq(iw_fault_str(IW_FAULT_TX_CRC), "tx-crc");
+	ck_assert_str_eq(iw_fault_str((enum iw_fault)0), "unknown");
+	ck_assert_int_eq(iw_qp_inject_fault(NULL, IW_FAULT_TX_CRC, 1), EINVAL);
+	for (int crc = 0; crc < 2; crc++) {
+		struct cfg g = {.crc = crc};
+		struct world w;
+		world_new(&w, &g);
+		struct iw_qp *qp = w.e[0].qp;
+		ck_assert_int_eq(iw_qp_inject_fault(qp, (enum iw_fault)7, 1), EINVAL);
+		ck_assert_int_eq(iw_qp_inject_fault(qp, IW_FAULT_TX_CRC, 1), ENOTCONN);
+		ck_assert_int_eq(iw_qp_inject_fault(qp, IW_FAULT_TX_CRC, 0), 0);
+		world_start(&w);
+		ck_assert_int_eq(iw_qp_inject_fault(qp, IW_FAULT_TX_CRC, 1),
+				 crc ? 0 : EOPNOTSUPP);
+		/* Disarmed again, or replaced by a fault past this traffic:
+		 * the Sends go through with good CRCs either way. */
+		if (crc)
+			ck_assert_int_eq(iw_qp_inject_fault(qp, IW_FAULT_TX_CRC, 0), 0);
+		xfer_send(&w, 0, 5000, 1, false);
+		if (crc)
+			ck_assert_int_eq(iw_qp_inject_fault(qp, IW_FAULT_TX_CRC, 1000), 0);
+		xfer_send(&w, 0, 5000, 2, false);
+		tap_check(&w);
+		ck_assert_int_eq(qp_state(w.e[1].qp), IW_QPS_RTS);
+		struct iw_qp_attr qa = {.qp_state = IW_QPS_ERR};
+		ck_assert_int_eq(iw_modify_qp(qp, &qa, IW_QP_STATE), 0);
+		ck_assert_int_eq(iw_qp_inject_fault(qp, IW_FAULT_TX_CRC, 1), ENOTCONN);
+		iw_qp_conn_lost(w.e[0].qp, false);
+		iw_qp_conn_lost(w.e[1].qp, false);
+		world_free(&w);
+	}
+}
+END_TEST
+
 /* A P2P responder that got its RTR then works normally; one that gets a
  * Send instead is covered by the "no RTR" case. */
 START_TEST(test_hostile_rtr)
@@ -2902,6 +3058,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_ring_wrap);
 	tcase_add_test(tc, test_destroy_with_txq);
 	tcase_add_loop_test(tc, test_direct_vs_modify_err, 0, 2);
+	tcase_add_test(tc, test_inject_fault_api);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostile");
@@ -2909,6 +3066,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_hostile, 0, NUM_HCASES * HVARIANTS);
 	tcase_add_loop_test(tc, test_hostile_benign, 0, 4);
 	tcase_add_loop_test(tc, test_peer_terminate, 0, 4);
+	tcase_add_loop_test(tc, test_inject_crc, 0, NUM_CRC_CASES);
 	tcase_add_test(tc, test_hostile_rtr);
 	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, NUM_FEED);
 	tcase_add_test(tc, test_destroy_forgets_events);
