@@ -179,8 +179,11 @@ static void trace_start(struct iw_cm_id_int *id)
 static void fail(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status)
 {
 	struct iw_cm_event *ev = iw_cm_event_new(id, type, status);
-	if (ev && id->hs)
+	if (ev && id->hs) {
 		ev->wire_err = id->hs->err;
+		ev->term = id->hs->err_term;
+		ev->reason = id->hs->err_msg;
+	}
 	close_fd(id, true);
 	id->state = IW_CS_CLOSED;
 	if (ev)

@@ -7,6 +7,13 @@
 #    server its "server ping data: ..." lines;
 #  - a client shaped like siw's (--no-crc --no-p2p): no RTR, CRC still on
 #    because the server asks;
+#  - the MPA knobs: private data of 0, 252, 508 and (rev 1) 512 octets
+#    arrives whole both ways; rev 1 and rev 2 without the RFC 6581 block
+#    work; markers asked for are inserted by a default server and refused
+#    (REJECTED, exit 4, both sides say why) by one with --refuse-markers
+#    (siw's behaviour); READ RTR offered or imposed; no common RTR is a
+#    clean rejection; private data too large is a usage error or a
+#    rejection;
 #  - a persistent server (-P) serving two clients in turn, then two at once;
 #  - without -P, a second client is rejected while the first is served;
 #  - command line errors exit 2 with a message; --help exits 0;
@@ -112,6 +119,16 @@ wait_for() {
 	done
 }
 
+# expect_usage TEXT ARGS...: exit status 2 and TEXT on stderr.
+expect_usage() {
+	text=$1
+	shift
+	$TO "$PING" "$@" >"$TMP/cli.out" 2>"$TMP/cli.err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "iwarp-ping $* exited with $rc, not 2"
+	grep -q "$text" "$TMP/cli.err" || fail "iwarp-ping $*: no '$text' on stderr"
+}
+
 # ---------------------------------------------------------------- sizes
 for size in 64 4096 1048576; do
 	start_server "s$size" -v -S "$size"
@@ -144,9 +161,92 @@ start_server siwlike -S 4096
 $TO "$PING" -c -a 127.0.0.1 -p "$PORT" -C 10 -V -S 4096 -d --no-crc --no-p2p \
 	>"$TMP/siwlike-c.out" 2>&1 || fail "the --no-crc --no-p2p client failed"
 wait_pid "$SPID" 20 || fail "the server of the --no-crc --no-p2p client failed"
-grep -q 'MPA rev 2, CRC on, markers off, RTR none, IRD 1 ORD 1' "$TMP/siwlike-c.out" ||
+grep -q 'MPA rev 2, CRC on, markers rx off tx off, P2P off, RTR none, IRD 1 ORD 1' "$TMP/siwlike-c.out" ||
 	fail "--no-crc --no-p2p: not the expected MPA parameters"
 pass "client without P2P and CRC request (as siw's)"
+
+# ------------------------------------------------------------ MPA knobs
+# mpa_pair NAME "SERVER-ARGS" "CLIENT-ARGS": a server and a client with
+# -d and 2 verified pings; CRC and SRC are their exit statuses, the
+# outputs $TMP/NAME-s.out and $TMP/NAME-c.out.
+mpa_pair() {
+	# shellcheck disable=SC2086 # argument lists on purpose
+	start_server "$1-s" -S 64 $2
+	# shellcheck disable=SC2086
+	$TO "$PING" -c -a 127.0.0.1 -p "$PORT" -C 2 -V -S 64 -d $3 >"$TMP/$1-c.out" 2>&1
+	CRC=$?
+	wait_pid "$SPID" 20
+	SRC=$?
+}
+# expect_in NAME SIDE TEXT: TEXT is in NAME's SIDE (s or c) output.
+expect_in() {
+	grep -qF -- "$3" "$TMP/$1-$2.out" || fail "$1: no '$3' in the $2 output"
+}
+# mpa_ok NAME "SERVER-ARGS" "CLIENT-ARGS": the pair must work.
+mpa_ok() {
+	mpa_pair "$@"
+	[ "$CRC" -eq 0 ] || fail "$1: client exited with $CRC"
+	[ "$SRC" -eq 0 ] || fail "$1: server exited with $SRC"
+	expect_in "$1" c '2 pings done'
+}
+
+# (wait_pid and start_server use n and name: another loop variable.)
+for pdn in 0 252 508; do
+	mpa_ok "pd$pdn" "--pd $pdn" "--pd $pdn"
+	expect_in "pd$pdn" s "MPA rev 2, CRC on, markers asked off, peer IRD 1 ORD 1, peer private data $pdn octets"
+	expect_in "pd$pdn" c "P2P on, RTR WRITE, IRD 1 ORD 1, peer private data $pdn octets"
+done
+expect_in pd252 s 'peer private data 252 octets: 00 01 02 03 04 05 06 07 ...'
+expect_in pd252 c 'private data 252 octets (+4 of RFC 6581 block)'
+pass "private data of 0, 252 and 508 octets both ways"
+
+mpa_ok rev1 "--mpa-rev 1 --pd 512" "--mpa-rev 1 --pd 512"
+expect_in rev1 c 'MPA rev 1, CRC on, markers rx off tx off, P2P off, RTR none, IRD 1 ORD 1, peer private data 512 octets'
+expect_in rev1 s 'connect request from 127.0.0.1:'
+expect_in rev1 s '(MPA rev 1, CRC on, markers asked off, peer IRD 0 ORD 0, peer private data 512 octets'
+# A rev-2 server answers a rev-1 client in rev 1.
+mpa_ok rev1to2 "" "--mpa-rev 1"
+expect_in rev1to2 s 'MPA rev 1, CRC on'
+mpa_ok noenh "" "--no-enhanced --no-crc"
+expect_in noenh c 'MPA rev 2, CRC on, markers rx off tx off, P2P off, RTR none, IRD 1 ORD 1'
+pass "rev 1 (512 octets of private data) and rev 2 without the RFC 6581 block"
+
+mpa_ok markers "" "--markers --no-crc"
+expect_in markers c 'markers asked on'
+expect_in markers c 'MPA rev 2, CRC on, markers rx on tx off, P2P on'
+expect_in markers s 'markers asked on'
+expect_in markers s 'markers rx off tx on'
+mpa_pair markers-no "--refuse-markers" "--markers"
+[ "$CRC" -eq 4 ] || fail "client asking a --refuse-markers server for markers exited with $CRC, not 4"
+[ "$SRC" -eq 4 ] || fail "--refuse-markers server exited with $SRC, not 4"
+expect_in markers-no c 'rejected the connection (REJECTED: MPA Reply with R set, 0 octets of private data); we asked for markers (--markers)'
+expect_in markers-no s 'CONNECT_ERROR (Connection refused): we sent a Reject, the Request asked for markers (--refuse-markers)'
+pass "markers: inserted when asked; refused cleanly by --refuse-markers (as siw)"
+
+mpa_ok rtrread "" "--rtr read"
+expect_in rtrread c 'P2P on (RTR offered READ)'
+expect_in rtrread c 'P2P on, RTR READ, IRD 1 ORD 1'
+mpa_ok rtrforce "--rtr read" ""
+expect_in rtrforce s 'P2P on, RTR READ'
+mpa_pair rtrnone "" "--rtr send"
+[ "$CRC" -eq 4 ] || fail "client offering only SEND exited with $CRC, not 4"
+expect_in rtrnone c 'REJECTED: MPA Reply with R set'
+expect_in rtrnone s 'we sent a Reject, the Request offered no RTR type we accept'
+pass "RTR: READ offered, READ imposed by the server, no common RTR rejected"
+
+expect_usage 'invalid private data length 513 (valid range is 0 to 512)' -c -a 127.0.0.1 --pd 513
+expect_usage 'invalid private data length 509: at most 508 with MPA rev 2 enhanced' \
+	-c -a 127.0.0.1 --pd 509
+expect_usage 'invalid MPA revision 3' -c -a 127.0.0.1 --mpa-rev 3
+expect_usage 'invalid --rtr' -c -a 127.0.0.1 --rtr write,bogus
+expect_usage 'invalid --rtr' -c -a 127.0.0.1 --rtr ''
+# The server learns whether its Reply has the block only from the Request.
+mpa_pair pdbig "--pd 512" ""
+[ "$CRC" -eq 4 ] || fail "client of a server whose Reply is too large exited with $CRC, not 4"
+expect_in pdbig s 'cannot accept 127.0.0.1:'
+expect_in pdbig s '512 octets of private data and the 4-octet RFC 6581 block exceed the MPA limit of 512; rejecting it'
+expect_in pdbig c 'rejected the connection (REJECTED'
+pass "private data too large: usage error (client), clean rejection (server)"
 
 # ----------------------------------------------------------- persistent
 start_server persist -P -S 4096
@@ -190,15 +290,6 @@ rc=$?
 pass "without -P: second client rejected; client killed: server exits $rc"
 
 # ---------------------------------------------------------- command line
-# expect_usage TEXT ARGS...: exit status 2 and TEXT on stderr.
-expect_usage() {
-	text=$1
-	shift
-	$TO "$PING" "$@" >"$TMP/cli.out" 2>"$TMP/cli.err"
-	rc=$?
-	[ $rc -eq 2 ] || fail "iwarp-ping $* exited with $rc, not 2"
-	grep -q "$text" "$TMP/cli.err" || fail "iwarp-ping $*: no '$text' on stderr"
-}
 expect_usage 'option -x is unknown' -c -a 127.0.0.1 -x
 expect_usage 'option --bogus is unknown' -s --bogus
 expect_usage 'needs the server' -c
@@ -233,7 +324,7 @@ pass "closed port: exit 4, unreachable, in $((t1 - t0)) s"
 
 # A stopped server: the kernel completes the TCP handshake, the MPA Reply
 # never comes.
-start_server mute -S 64
+start_server mute-srv -S 64
 kill -STOP "$SPID"
 t0=$(date +%s)
 $TO "$PING" -c -a 127.0.0.1 -p "$PORT" -C 1 --timeout=2 >"$TMP/mute.out" 2>&1

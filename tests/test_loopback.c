@@ -189,6 +189,8 @@ struct lb_ev {
 	enum iw_cm_event_type type;
 	struct iw_cm_id *id, *listen_id;
 	int status, wire_err;
+	uint16_t term;
+	bool has_reason;
 	uint8_t rev, rtr, ird, ord;
 	bool crc, markers_rx, markers_tx;
 	uint16_t pd_len;
@@ -208,6 +210,8 @@ static bool cm_next(struct iw_cm_channel *ch, struct lb_ev *out, int64_t dl)
 			out->listen_id = ev->listen_id;
 			out->status = ev->status;
 			out->wire_err = ev->wire_err;
+			out->term = ev->term;
+			out->has_reason = ev->reason && ev->reason[0];
 			out->rev = ev->mpa_rev;
 			out->rtr = ev->rtr;
 			out->crc = ev->crc;
@@ -2080,6 +2084,9 @@ START_TEST(test_cm_markers_refused)
 	if (rc == 0) {
 		cm_expect(e.srv.cm, IW_CM_EVENT_CONNECT_ERROR, &ev);
 		ck_assert_ptr_eq(ev.id, s.id);
+		/* The forced Reject says why: markers refused (no TERMINATE). */
+		ck_assert(ev.has_reason);
+		ck_assert_uint_eq(ev.term, 0);
 	}
 	ck_assert(cm_next(e.cli.cm, &ev, deadline_in(LB_WAIT_MS)));
 	ck_assert_msg(ev.type == IW_CM_EVENT_REJECTED || ev.type == IW_CM_EVENT_CONNECT_ERROR,
@@ -2129,6 +2136,10 @@ START_TEST(test_cm_rtr_force)
 		struct lb_ev ev;
 		cm_expect(e.cli.cm, IW_CM_EVENT_CONNECT_ERROR, &ev);
 		ck_assert_ptr_eq(ev.id, c.id);
+		/* A READ RTR we did not offer: the reason, and the TERMINATE we
+		 * sent for it (LLP, "no matching RTR"). */
+		ck_assert(ev.has_reason);
+		ck_assert_uint_eq(ev.term, IW_TERM_LLP_NO_RTR);
 		ck_assert(cm_next(e.srv.cm, &ev, deadline_in(LB_WAIT_MS)));
 		ck_assert_msg(ev.type == IW_CM_EVENT_DISCONNECTED ||
 				      ev.type == IW_CM_EVENT_CONNECT_ERROR,

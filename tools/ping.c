@@ -67,6 +67,12 @@ struct opts {
 	long size;
 	bool verbose, validate, persistent;
 	bool no_crc, no_p2p; /* MPA knobs for interop experiments */
+	int mpa_rev;         /* 1 or 2; 0: the library's default */
+	bool no_enhanced;    /* rev 2 without the RFC 6581 block */
+	uint8_t rtr;         /* IW_RTR_* offered (client) or accepted (server); 0: default */
+	bool markers;        /* ask the peer for markers */
+	bool refuse_markers; /* refuse a peer's request for markers, as siw does */
+	uint16_t pd_len;     /* octets of private data in our Request or Reply */
 	int timeout_ms;      /* 0: wait forever */
 };
 
@@ -120,6 +126,48 @@ static const char *rtr_str(uint8_t rtr)
 	case IW_RTR_SEND: return "SEND";
 	default: return "none";
 	}
+}
+
+/* "WRITE,READ" for a set of IW_RTR_* bits ("none" when empty). */
+static const char *rtr_set_str(uint8_t set, char *buf, size_t len)
+{
+	static const uint8_t order[] = {IW_RTR_WRITE, IW_RTR_READ, IW_RTR_SEND};
+	size_t n = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(order) && n < len; i++)
+		if (set & order[i])
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "",
+					      rtr_str(order[i]));
+	return n ? buf : "none";
+}
+
+/* A peer's private data for a -d line: its length, then its first octets
+ * in hex (ours are 00 01 02 ...). */
+static const char *pd_str(const struct iw_conn_param *p, char *buf, size_t len)
+{
+	const uint8_t *d = p->private_data;
+	size_t n = (size_t)snprintf(buf, len, "%u octets", p->private_data_len);
+	for (unsigned i = 0; d && i < p->private_data_len && i < 8 && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%02x", i ? " " : ": ", d[i]);
+	if (d && p->private_data_len > 8 && n < len)
+		snprintf(buf + n, len - n, " ...");
+	return buf;
+}
+
+static const char *on_off(bool b)
+{
+	return b ? "on" : "off";
+}
+
+/* -d: the MPA parameters a connection came up with. markers rx: the peer
+ * puts markers in what it sends us; tx: we put them in what we send. */
+static void dbg_established(const char *peer, const struct iw_cm_event *ev, const char *pd)
+{
+	dbg("connected to %s: MPA rev %u, CRC %s, markers rx %s tx %s, P2P %s, RTR %s, "
+	    "IRD %u ORD %u, peer private data %s",
+	    peer, ev->mpa_rev, on_off(ev->crc), on_off(ev->markers_rx), on_off(ev->markers_tx),
+	    on_off(ev->rtr != 0), rtr_str(ev->rtr), ev->param.responder_resources,
+	    ev->param.initiator_depth, pd);
 }
 
 /* A TERMINATE explains a failed completion better than its status: show
@@ -226,6 +274,27 @@ static void mpa_opts(const struct opts *o, struct iw_mpa_opts *mo)
 	 * is the initiator's choice only. */
 	if (o->no_p2p && o->role == 'c')
 		mo->p2p = false;
+	if (o->mpa_rev)
+		mo->rev = (uint8_t)o->mpa_rev;
+	if (o->no_enhanced)
+		mo->enhanced = false;
+	if (o->rtr && o->role == 'c')
+		mo->rtr_offer = o->rtr;
+	else if (o->rtr)
+		mo->rtr_accept = o->rtr;
+	mo->markers = o->markers;
+	if (o->refuse_markers)
+		mo->accept_markers = false;
+}
+
+/* Our private data: octet i is i mod 256, so that the peer's -d line (or a
+ * capture) shows at a glance whether it arrived whole. */
+static const uint8_t *private_data(void)
+{
+	static uint8_t pd[IW_MPA_PD_MAX];
+	for (size_t i = 0; i < sizeof(pd); i++)
+		pd[i] = (uint8_t)i;
+	return pd;
 }
 
 /* ------------------------------------------------------------ connection */
@@ -249,6 +318,7 @@ struct conn {
 	struct conn *next;
 	pthread_t thread;
 	bool started, finished, disconnected;
+	bool req_markers; /* server: the Request asked for markers */
 	int64_t free_by;
 	int result;
 };
@@ -558,6 +628,13 @@ static int server_session(struct conn *c)
 	enum step s;
 	while ((s = server_ping(c)) == STEP_OK)
 		n++;
+	/* A client that leaves before its first ping did not get what it
+	 * came for: an MPA peer that refuses our Reply closes this way. */
+	if (s == STEP_CLOSED && n == 0) {
+		say("%s closed the connection before the first ping", c->peer);
+		report_async(c->ctx);
+		return EXIT_FAIL;
+	}
 	dbg("%s: %ld pings served, %s", c->peer, n, s == STEP_CLOSED ? "done" : "failed");
 	return s == STEP_CLOSED ? EXIT_OK : EXIT_FAIL;
 }
@@ -623,13 +700,34 @@ static void server_maybe_release(struct server *s, struct conn *c)
 		server_release(s, c);
 }
 
-static void server_on_request(struct server *s, struct iw_cm_id *id, const struct iw_cm_event *ev)
+/* Accept with IRD/ORD 1/1, as rping_init_conn_param (its server accepts
+ * with librdmacm defaults; siw showed 1/1 on the wire), and --pd's private
+ * data. 0, or -1 after saying why. */
+static int server_accept(struct conn *c)
+{
+	struct iw_conn_param p = {.responder_resources = 1, .initiator_depth = 1,
+				  .private_data = c->o->pd_len ? private_data() : NULL,
+				  .private_data_len = c->o->pd_len};
+	int rc = iw_cm_accept(c->id, &p);
+	if (rc == EMSGSIZE)
+		say("cannot accept %s: %u octets of private data and the 4-octet RFC 6581 block "
+		    "exceed the MPA limit of %d; rejecting it", c->peer, c->o->pd_len, IW_MPA_PD_MAX);
+	else if (rc)
+		say("iw_cm_accept: %s", strerror(rc));
+	if (rc)
+		iw_cm_reject(c->id, NULL, 0);
+	return rc ? -1 : 0;
+}
+
+static void server_on_request(struct server *s, struct iw_cm_id *id, const struct iw_cm_event *ev,
+			      const char *pd)
 {
 	char peer[80];
 	addr_str(&id->peer_addr, peer, sizeof(peer));
-	dbg("connect request from %s (MPA rev %u, CRC %s, peer IRD %u ORD %u)", peer,
-	    ev->mpa_rev, ev->crc ? "on" : "off", ev->param.responder_resources,
-	    ev->param.initiator_depth);
+	dbg("connect request from %s (MPA rev %u, CRC %s, markers asked %s, peer IRD %u ORD %u, "
+	    "peer private data %s)",
+	    peer, ev->mpa_rev, on_off(ev->crc), on_off(ev->markers_tx),
+	    ev->param.responder_resources, ev->param.initiator_depth, pd);
 	if (!s->o->persistent && (s->conns || s->stop)) {
 		dbg("rejecting %s: serving one client (-P serves more)", peer);
 		iw_cm_reject(id, NULL, 0);
@@ -646,26 +744,19 @@ static void server_on_request(struct server *s, struct iw_cm_id *id, const struc
 	c->ctx = s->ctx;
 	c->srv = s;
 	c->result = EXIT_NOCONN;
+	c->req_markers = ev->markers_tx;
 	memcpy(c->peer, peer, sizeof(peer));
 	c->next = s->conns;
 	s->conns = c;
-	/* IRD/ORD 1/1, as rping_init_conn_param (its server accepts with
-	 * librdmacm defaults; siw showed 1/1 on the wire). */
-	struct iw_conn_param p = {.responder_resources = 1, .initiator_depth = 1};
-	int rc = conn_setup(c, id, false) ? -1 : iw_cm_accept(id, &p);
-	if (rc) {
-		if (rc > 0)
-			say("iw_cm_accept: %s", strerror(rc));
+	if (conn_setup(c, id, false) || server_accept(c)) {
 		c->disconnected = true;
 		server_release(s, c);
 	}
 }
 
-static void server_on_established(struct conn *c, const struct iw_cm_event *ev)
+static void server_on_established(struct conn *c, const struct iw_cm_event *ev, const char *pd)
 {
-	dbg("connected to %s: MPA rev %u, CRC %s, markers %s, RTR %s, IRD %u ORD %u", c->peer,
-	    ev->mpa_rev, ev->crc ? "on" : "off", ev->markers_rx || ev->markers_tx ? "on" : "off",
-	    rtr_str(ev->rtr), ev->param.responder_resources, ev->param.initiator_depth);
+	dbg_established(c->peer, ev, pd);
 	int rc = pthread_create(&c->thread, NULL, server_worker, c);
 	if (rc) {
 		say("pthread_create: %s", strerror(rc));
@@ -674,6 +765,18 @@ static void server_on_established(struct conn *c, const struct iw_cm_event *ev)
 		return;
 	}
 	c->started = true;
+}
+
+/* Why an accepted connection failed, as far as the event tells. */
+static const char *accept_failure_why(const struct conn *c, const struct iw_cm_event *ev)
+{
+	if (ev->status == ECONNREFUSED && c->req_markers && c->o->refuse_markers)
+		return ": we sent a Reject, the Request asked for markers (--refuse-markers)";
+	if (ev->status == ECONNREFUSED)
+		return ": we sent a Reject, the Request offered no RTR type we accept (--rtr)";
+	if (ev->status == ECONNRESET)
+		return ": the client closed the connection before it was up";
+	return "";
 }
 
 /* Take one CM event and act on it (after acking: an id with an unacked
@@ -687,11 +790,14 @@ static void server_event(struct server *s)
 			say("iw_cm_get_event: %s", strerror(rc));
 		return;
 	}
+	/* The private data lives until the ack: describe it before. */
+	char pd[80];
+	pd_str(&ev->param, pd, sizeof(pd));
 	struct iw_cm_event copy = *ev;
 	copy.param.private_data = NULL;
 	iw_cm_ack_event(ev);
 	if (copy.event == IW_CM_EVENT_CONNECT_REQUEST) {
-		server_on_request(s, copy.id, &copy);
+		server_on_request(s, copy.id, &copy, pd);
 		return;
 	}
 	struct conn *c = server_find(s, copy.id);
@@ -699,7 +805,7 @@ static void server_event(struct server *s)
 		return;
 	switch (copy.event) {
 	case IW_CM_EVENT_ESTABLISHED:
-		server_on_established(c, &copy);
+		server_on_established(c, &copy, pd);
 		break;
 	case IW_CM_EVENT_DISCONNECTED:
 		dbg("%s: DISCONNECTED", c->peer);
@@ -707,8 +813,8 @@ static void server_event(struct server *s)
 		server_maybe_release(s, c);
 		break;
 	default: /* CONNECT_ERROR and the like: the accept failed */
-		say("connection from %s failed: %s (%s)", c->peer, iw_cm_event_str(copy.event),
-		    strerror(copy.status));
+		say("connection from %s failed: %s (%s)%s", c->peer, iw_cm_event_str(copy.event),
+		    strerror(copy.status), accept_failure_why(c, &copy));
 		c->disconnected = true;
 		server_maybe_release(s, c);
 		break;
@@ -868,15 +974,82 @@ static struct iw_cm_event *wait_cm(struct iw_cm_channel *ch, int64_t deadline)
 	}
 }
 
+/* -d: what our MPA Request asks for. */
+static void dbg_request(const struct iw_mpa_opts *mo, const struct iw_conn_param *p)
+{
+	char rtr[40];
+	bool enh = mo->rev == 2 && mo->enhanced;
+	dbg("MPA Request: rev %u, %s, P2P %s (RTR offered %s), CRC asked %s, markers asked %s, "
+	    "IRD %u ORD %u, private data %u octets%s",
+	    mo->rev, enh ? "enhanced" : "not enhanced", on_off(enh && mo->p2p),
+	    enh && mo->p2p ? rtr_set_str(mo->rtr_offer, rtr, sizeof(rtr)) : "none",
+	    on_off(mo->crc), on_off(mo->markers), p->responder_resources, p->initiator_depth,
+	    p->private_data_len, enh ? " (+4 of RFC 6581 block)" : "");
+}
+
+/* Why the peer closed during the MPA exchange, as far as we can tell:
+ * peers close a Request they cannot take without a Reply. */
+static const char *reset_hint(const struct opts *o)
+{
+	if (o->pd_len)
+		return "; a peer closes a Request whose private data is above its limit "
+		       "(siw: 256 octets, RFC 6581 block included)";
+	return "";
+}
+
+/* Say exactly why a connection attempt failed. */
+static void client_failed(const struct conn *c, const struct iw_cm_event *ev)
+{
+	const struct opts *o = c->o;
+	const char *ename = iw_cm_event_str(ev->event), *err = strerror(ev->status);
+	struct iw_mpa_opts mo; /* for the MPA timeout in effect */
+	mpa_opts(o, &mo);
+	if (ev->event == IW_CM_EVENT_UNREACHABLE)
+		say("%s is unreachable: %s", c->peer, err);
+	else if (ev->event == IW_CM_EVENT_REJECTED)
+		say("%s rejected the connection (REJECTED: MPA Reply with R set, %u octets of "
+		    "private data)%s",
+		    c->peer, ev->param.private_data_len,
+		    o->markers ? "; we asked for markers (--markers), which a peer without "
+				 "marker support (siw) refuses this way"
+			       : "");
+	else if (ev->status == ETIMEDOUT)
+		say("connecting to %s failed: %s (%s): no MPA Reply within %u s", c->peer, ename,
+		    err, mo.timeout_ms / 1000);
+	else if (ev->status == ECONNRESET)
+		say("connecting to %s failed: %s (%s): the peer closed the connection without an "
+		    "MPA Reply%s",
+		    c->peer, ename, err, reset_hint(o));
+	else if (ev->status == EPROTO && ev->wire_err != IW_WERR_NONE)
+		say("connecting to %s failed: %s (%s): malformed MPA Reply: %s (%s)", c->peer, ename,
+		    err, iw_wire_err_str(ev->wire_err), iw_wire_err_name(ev->wire_err));
+	else if (ev->status == EPROTO && ev->reason)
+		say("connecting to %s failed: %s (%s): %s%s%s", c->peer, ename, err, ev->reason,
+		    ev->term ? "; we sent TERMINATE " : "", ev->term ? iw_term_str(ev->term) : "");
+	else if (ev->status == EPROTO)
+		say("connecting to %s failed: %s (%s): the MPA Reply does not match our Request "
+		    "(revision, P2P/RTR, markers or IRD/ORD)",
+		    c->peer, ename, err);
+	else
+		say("connecting to %s failed: %s (%s)", c->peer, ename, err);
+	if (ev->event == IW_CM_EVENT_REJECTED && ev->param.private_data_len) {
+		char pd[80];
+		dbg("rejection's private data: %s", pd_str(&ev->param, pd, sizeof(pd)));
+	}
+}
+
 static int client_connect(struct conn *c, struct iw_cm_channel *ch,
 			  const struct sockaddr_storage *dst)
 {
 	const struct opts *o = c->o;
 	struct iw_mpa_opts mo;
 	mpa_opts(o, &mo);
-	/* IRD/ORD 1/1 and nothing else, as rping_init_conn_param. */
+	/* IRD/ORD 1/1, as rping_init_conn_param, and --pd's private data. */
 	struct iw_conn_param p = {.responder_resources = 1, .initiator_depth = 1,
+				  .private_data = o->pd_len ? private_data() : NULL,
+				  .private_data_len = o->pd_len,
 				  .connect_timeout_ms = (uint32_t)o->timeout_ms, .mpa = &mo};
+	dbg_request(&mo, &p);
 	int rc = iw_cm_connect(c->id, (const struct sockaddr *)dst, &p);
 	if (rc) {
 		say("cannot connect to %s: %s", c->peer, strerror(rc));
@@ -890,20 +1063,13 @@ static int client_connect(struct conn *c, struct iw_cm_channel *ch,
 		return EXIT_NOCONN;
 	}
 	int ret = EXIT_OK;
-	if (ev->event == IW_CM_EVENT_ESTABLISHED)
-		dbg("connected to %s: MPA rev %u, CRC %s, markers %s, RTR %s, IRD %u ORD %u",
-		    c->peer, ev->mpa_rev, ev->crc ? "on" : "off",
-		    ev->markers_rx || ev->markers_tx ? "on" : "off", rtr_str(ev->rtr),
-		    ev->param.responder_resources, ev->param.initiator_depth);
-	else if (ev->event == IW_CM_EVENT_UNREACHABLE)
-		say("%s is unreachable: %s", c->peer, strerror(ev->status));
-	else if (ev->event == IW_CM_EVENT_REJECTED)
-		say("%s rejected the connection", c->peer);
-	else
-		say("connecting to %s failed: %s (%s)", c->peer, iw_cm_event_str(ev->event),
-		    strerror(ev->status));
-	if (ev->event != IW_CM_EVENT_ESTABLISHED)
+	if (ev->event == IW_CM_EVENT_ESTABLISHED) {
+		char pd[80];
+		dbg_established(c->peer, ev, pd_str(&ev->param, pd, sizeof(pd)));
+	} else {
+		client_failed(c, ev);
 		ret = EXIT_NOCONN;
+	}
 	iw_cm_ack_event(ev);
 	return ret;
 }
@@ -972,7 +1138,9 @@ static void usage(void)
 {
 	printf(
 		"usage: iwarp-ping -s [-vVd] [-P] [-S size] [-C count] [-a addr] [-p port]\n"
+		"                  [MPA options]\n"
 		"       iwarp-ping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"
+		"                  [MPA options]\n"
 		"rping's ping-pong (RDMA READ and WRITE of a buffer, Send handshakes) over\n"
 		"libiwarp; interoperates with rping in either role.\n"
 		"  -s          server: waits for one client (all of them with -P)\n"
@@ -991,13 +1159,24 @@ static void usage(void)
 		"  -q          accepted for rping compatibility; no effect\n"
 		"  --timeout=S give up on any single wait after S seconds (default %d;\n"
 		"              0: wait forever)\n"
+		"MPA negotiation (both roles unless noted; -d prints the outcome):\n"
 		"  --no-crc    do not ask for MPA CRC (used anyway if the peer asks)\n"
 		"  --no-p2p    client: no MPA peer-to-peer mode, no RTR (as siw's client)\n"
+		"  --mpa-rev N MPA revision 1 or 2 (default 2; a server answers with the\n"
+		"              lower of its own and the Request's)\n"
+		"  --no-enhanced  rev 2 without the RFC 6581 IRD/ORD block (and so no P2P)\n"
+		"  --rtr LIST  client: the RTR types offered (default write,read);\n"
+		"              server: those accepted; LIST: write, read, send, comma-separated\n"
+		"  --markers   ask the peer to put MPA markers in what it sends\n"
+		"  --refuse-markers  refuse a peer that asks us for markers (as siw does)\n"
+		"  --pd N      send N octets of private data (00 01 02 ...) in the Request\n"
+		"              or Reply: 0 to %d, at most %d with rev 2 enhanced\n"
 		"  -h, --help  this text\n"
 		"Exit status: 0 success, 1 failure after connecting, 2 usage error,\n"
-		"3 data mismatch (-V), 4 no connection (resolve, listen or connect failed).\n",
+		"3 data mismatch (-V), 4 no connection (resolve, listen or connect failed;\n"
+		"the message says why: unreachable, rejected, MPA error, timeout).\n",
 		DEFAULT_PORT, PING_MIN_SIZE, PING_MAX_SIZE, DEFAULT_SIZE, RPING_MAX_SIZE,
-		DEFAULT_TIMEOUT_S);
+		DEFAULT_TIMEOUT_S, IW_MPA_PD_MAX, IW_MPA_PD_MAX - IW_MPA_6581_LEN);
 }
 
 /* A whole decimal number in [min, max], or -1 after saying why. */
@@ -1018,9 +1197,70 @@ static int parse_num(const char *s, long min, long max, long *out, const char *w
 	return 0;
 }
 
+/* Long options without a short form. */
+enum {
+	OPT_MPA_REV = 256,
+	OPT_NO_ENHANCED,
+	OPT_RTR,
+	OPT_MARKERS,
+	OPT_REFUSE_MARKERS,
+	OPT_PD,
+};
+
+/* "write", "read", "send" or a comma-separated list of them. */
+static int parse_rtr(const char *s, uint8_t *out)
+{
+	static const struct {
+		const char *name;
+		uint8_t bit;
+	} names[] = {{"write", IW_RTR_WRITE}, {"read", IW_RTR_READ}, {"send", IW_RTR_SEND}};
+	uint8_t set = 0;
+	while (*s) {
+		size_t n = strcspn(s, ","), i;
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strlen(names[i].name) == n && !strncmp(s, names[i].name, n))
+				break;
+		if (i == sizeof(names) / sizeof(names[0]))
+			break;
+		set |= names[i].bit;
+		s += n + (s[n] == ',');
+	}
+	if (*s || !set) {
+		say("invalid --rtr: write, read, send or a comma-separated list of them");
+		return -1;
+	}
+	*out = set;
+	return 0;
+}
+
+/* The MPA knobs, all long options. */
+static int parse_mpa_opt(struct opts *o, int opt, const char *arg)
+{
+	long v;
+	switch (opt) {
+	case OPT_MPA_REV:
+		if (parse_num(arg, 1, 2, &v, "MPA revision"))
+			return -1;
+		o->mpa_rev = (int)v;
+		return 0;
+	case OPT_NO_ENHANCED: o->no_enhanced = true; return 0;
+	case OPT_RTR: return parse_rtr(arg, &o->rtr);
+	case OPT_MARKERS: o->markers = true; return 0;
+	case OPT_REFUSE_MARKERS: o->refuse_markers = true; return 0;
+	case OPT_PD:
+		if (parse_num(arg, 0, IW_MPA_PD_MAX, &v, "private data length"))
+			return -1;
+		o->pd_len = (uint16_t)v;
+		return 0;
+	default: return -1;
+	}
+}
+
 static int parse_opt(struct opts *o, int opt, const char *arg)
 {
 	long v;
+	if (opt >= OPT_MPA_REV)
+		return parse_mpa_opt(o, opt, arg);
 	switch (opt) {
 	case 's':
 	case 'c':
@@ -1058,6 +1298,22 @@ static int parse_opt(struct opts *o, int opt, const char *arg)
 	}
 }
 
+/* A client's Request has a known shape: with the RFC 6581 block (rev 2,
+ * enhanced) 4 of MPA's 512 octets are taken. A server's Reply has the
+ * block only if the Request had it, so its check waits for the accept. */
+static int check_pd(const struct opts *o)
+{
+	bool enh = o->mpa_rev != 1 && !o->no_enhanced;
+	int max = IW_MPA_PD_MAX - (enh ? IW_MPA_6581_LEN : 0);
+	if (o->role == 'c' && o->pd_len > max) {
+		say("invalid private data length %u: at most %d with MPA rev 2 enhanced (the "
+		    "RFC 6581 block takes %d of %d octets; --mpa-rev 1 or --no-enhanced allow %d)",
+		    o->pd_len, max, IW_MPA_6581_LEN, IW_MPA_PD_MAX, IW_MPA_PD_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 /* 0 to run, -1 for a usage error, 1 for --help. */
 static int parse_args(struct opts *o, int argc, char **argv)
 {
@@ -1066,6 +1322,12 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		{"timeout", required_argument, NULL, 'T'},
 		{"no-crc", no_argument, NULL, 'K'},
 		{"no-p2p", no_argument, NULL, 'R'},
+		{"mpa-rev", required_argument, NULL, OPT_MPA_REV},
+		{"no-enhanced", no_argument, NULL, OPT_NO_ENHANCED},
+		{"rtr", required_argument, NULL, OPT_RTR},
+		{"markers", no_argument, NULL, OPT_MARKERS},
+		{"refuse-markers", no_argument, NULL, OPT_REFUSE_MARKERS},
+		{"pd", required_argument, NULL, OPT_PD},
 		{NULL, 0, NULL, 0},
 	};
 	int opt;
@@ -1096,7 +1358,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		say("the client needs the server's address: -a addr");
 		return -1;
 	}
-	return 0;
+	return check_pd(o);
 }
 
 /* Resolve host (first answer, as rping) with the port; 0 or -1 (said). */

@@ -158,6 +158,13 @@ struct iw_cm_event {
 	uint8_t rtr; /* IW_RTR_* chosen, 0 without P2P */
 	/* CONNECT_ERROR caused by the MPA exchange: why, as a wire error. */
 	int wire_err;
+	/* CONNECT_ERROR from MPA negotiation, on either side (a Reply we
+	 * cannot accept: no RTR we offered, no A, ORD above our IRD, markers
+	 * refused; or a Reject we had to send): the TERMINATE triple that
+	 * describes it (iw_term_str; 0 when there is none) and a sentence
+	 * naming the problem (static storage; NULL when there is none). */
+	uint16_t term;
+	const char *reason;
 };
 
 /* The id. Fields are read-only to the application. */
