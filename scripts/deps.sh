@@ -8,8 +8,14 @@ set -eu
 pkgs="gcc make autoconf automake libtool pkg-config libevent-dev libisal-dev check libpcap-dev python3"
 if [ "${1:-}" = "--test" ]; then
 	# tshark: Wireshark cross-checks; clang: libFuzzer; valgrind: leak checks;
-	# groff-base: man page rendering check (tests/manpages.sh).
-	pkgs="$pkgs tshark clang valgrind groff-base"
+	# groff-base: man page rendering check (tests/manpages.sh);
+	# librdmacm-dev, libibverbs-dev: tests/interop/guest/bigping, built here
+	# and run in the interop guest on siw (the 1 MiB rping-protocol pings).
+	pkgs="$pkgs tshark clang valgrind groff-base librdmacm-dev libibverbs-dev"
+	# The interop rig's host packages (qemu-system-x86, linux-headers for
+	# the guest's kernel ABI, tcpdump, cpio, kmod, iproute2) are not listed
+	# here: tests/interop/rig/build.sh installs them itself, only on
+	# machines that can run the rig, and only it knows the ABI to fetch.
 fi
 
 missing=""
