@@ -460,7 +460,7 @@ static int take_wc(struct conn *c, struct iw_cq *cq, struct iw_wc *wc, const cha
 			return -1;
 		}
 		if (wait_cc(c, deadline)) {
-			say("%s: no %s within %d s", c->peer, what, c->o->timeout_ms / 1000);
+			say("%s: %s did not complete within %d s", c->peer, what, c->o->timeout_ms / 1000);
 			return -1;
 		}
 	}

@@ -11,6 +11,9 @@
 # rdma-core and run in the guest from the rig's shared folder. It checks
 # too: as client it compares the round trip, as server what its READ
 # brought. Without librdmacm-dev at configure time those cases SKIP.
+# iwarp-ping waits up to 60 s for each step (--timeout; 10 s by default):
+# a TCG guest on a loaded 2-core host can stall for seconds (TCP
+# retransmission backoff after tap drops), which is not what is tested.
 # Each run is captured on the link and checked by wire_check.py
 # (iwarp-replay and tshark agree on every FPDU, all CRCs good). At 1 MiB
 # the -C 100 runs move 200 MiB each: a capture of that takes tshark
@@ -39,7 +42,7 @@ ping_client() { # size
 		return
 	fi
 	cap_start "$name" "tcp port $port"
-	out=$(hx timeout 300 "$T/iwarp-ping" -c -a "$IWI_GUEST_IP" -p "$port" \
+	out=$(hx timeout 300 "$T/iwarp-ping" --timeout=60 -c -a "$IWI_GUEST_IP" -p "$port" \
 		-C "$COUNT" -V -S "$size" 2>&1)
 	rc=$?
 	guest_wait "$name" 60
@@ -59,7 +62,7 @@ ping_server() { # size
 	local size=$1 name="ping-server-$1" rc spid
 	port=$((port + 1))
 	cap_start "$name" "tcp port $port"
-	hx timeout 300 "$T/iwarp-ping" -s -a "$IWI_HOST_IP" -p "$port" -C "$COUNT" -S "$size" \
+	hx timeout 300 "$T/iwarp-ping" --timeout=60 -s -a "$IWI_HOST_IP" -p "$port" -C "$COUNT" -S "$size" \
 		>"$IWI_OUT/$name.log" 2>&1 &
 	spid=$!
 	if ! host_listening "$port" 20; then
@@ -147,14 +150,14 @@ big_run() {
 			return
 		fi
 		[ -z "$cap" ] || cap_start "$name" "tcp port $port"
-		bout=$(hx timeout 300 "$T/iwarp-ping" -c -a "$IWI_GUEST_IP" -p "$port" \
+		bout=$(hx timeout 300 "$T/iwarp-ping" --timeout=60 -c -a "$IWI_GUEST_IP" -p "$port" \
 			-C "$count" -V -S "$size" 2>&1)
 		brc=$?
 		guest_wait "$name" 60
 		bgrc=$?
 	else
 		[ -z "$cap" ] || cap_start "$name" "tcp port $port"
-		hx timeout 300 "$T/iwarp-ping" -s -a "$IWI_HOST_IP" -p "$port" -C "$count" \
+		hx timeout 300 "$T/iwarp-ping" --timeout=60 -s -a "$IWI_HOST_IP" -p "$port" -C "$count" \
 			-S "$size" >"$IWI_OUT/$name.log" 2>&1 &
 		spid=$!
 		if ! host_listening "$port" 20; then
