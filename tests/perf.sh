@@ -112,6 +112,16 @@ pair "write -a 2..1024" 10 --test write -a --max-size 1024 -n 50
 pair "send -a as perftest" 8 --as-perftest --test send -a --max-size 256 -n 50
 pair "write_lat -a as perftest" 6 --as-perftest --test write_lat -a --max-size 64 -n 50
 pair "read -q 2" 1 --test read -q 2 -s 8192 -n 200
+# #iterations counts both QPs' messages, as perftest's report (the server
+# prints the client's report: a perftest server would show the same).
+if rows "$TMP/client.out" | awk '$2 != 400 { exit 1 }' &&
+	rows "$TMP/server.out" | awk '$2 != 400 { exit 1 }'; then
+	ok "read -q 2 -n 200 reports 400 iterations on both sides"
+else
+	bad "read -q 2 -n 200: #iterations is not 400"
+fi
+# A perftest command line carries over: -R, -F and -d are taken.
+pair "perftest options -R -F -d" 1 --as-perftest --test send -R -F -d siw1 -s 4096 -n 200
 pair "send -q 2 -b" 1 --test send -q 2 -b -s 1024 -n 300
 pair "write -b as perftest" 1 --as-perftest --test write -b -s 65536 -n 200
 pair "send -D 0.3" 1 --test send -D 0.3 -s 2048

@@ -153,6 +153,7 @@ struct perf_sess {
 	struct perf_dest *my, *rem;
 	int dead;                    /* the comm connection is gone */
 	int data_dead;               /* a data connection is gone */
+	bool test_done;              /* the test and its exchanges completed */
 };
 
 int perf_sess_open(struct perf_sess *s);

@@ -373,8 +373,10 @@ static void result(struct bw_run *b, struct perf_result *r)
 	bool tx = b->tx;
 	uint64_t msgs = tx ? b->tx_msgs : b->rx_msgs;
 	double t = tx ? b->t_end - b->t0 : b->rx_end - b->rx_t0;
-	*r = (struct perf_result){.bytes = b->size, .msgs = msgs,
-				  .iters = msgs / b->s->nqp, .seconds = t};
+	/* #iterations counts every QP's messages, as perftest's report does
+	 * (print_report_bw: iters * num_of_qps): a perftest server prints the
+	 * figure we send it, so it must mean the same. */
+	*r = (struct perf_result){.bytes = b->size, .msgs = msgs, .iters = msgs, .seconds = t};
 	if (t > 0) {
 		r->bw_avg = (double)msgs * (double)b->size / t;
 		r->msg_rate = (double)msgs / t;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iwarp-perf options. The short options are perftest's where perftest has
- * one (-s -a -n -D -t -r -q -o -b -p, -R accepted and ignored) so that a
- * perftest command line carries over; the defaults are perftest's too (they
- * must match on both sides when the peer is perftest, which does not tell).
+ * one (-s -a -n -D -t -r -q -o -b -p; -R, -F and -d accepted and ignored)
+ * so that a perftest command line carries over; the defaults are perftest's
+ * too (they must match on both sides when the peer is perftest, which does
+ * not tell).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -51,6 +52,8 @@ static const char usage_text[] =
 	"  --as-perftest  announce plain perftest 6.06, so an iwarp-perf peer acts as\n"
 	"                 with perftest (each side then needs the same options)\n"
 	"  -R             accepted for perftest's command lines (always rdma_cm here)\n"
+	"  -F, -d dev     accepted and ignored, as perftest's (no CPU clock to check,\n"
+	"                 no RDMA device: libiwarp runs over the TCP stack)\n"
 	"  --idle N       heap bytes per idle connection, over N connection pairs\n"
 	"\n"
 	"MB/sec is 2^20 bytes per second and Gb/sec 10^9 bits per second, as perftest.\n"
@@ -174,6 +177,11 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 		return 0;
 	case 'b': o->bidir = true; return 0;
 	case 'R': return 0; /* perftest's rdma_cm switch: always on here */
+	/* perftest's -F (do not fail on CPU frequency warnings) and -d (the
+	 * RDMA device): nothing to do here, taken so that the same command
+	 * line serves both ends. */
+	case 'F': return 0;
+	case 'd': return 0;
 	case O_CRC:
 		if (strcmp(arg, "on") && strcmp(arg, "off"))
 			return bad("--crc %s: on or off", arg);
@@ -264,7 +272,7 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 	struct given g = {0};
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:an:D:t:r:q:o:bp:Rh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:an:D:t:r:q:o:bp:RFd:h", lo, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(usage_text, stdout);
 			return -1;

@@ -32,6 +32,7 @@
  * for the DISCONNECTED events; then the comm connection goes.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "perf.h"
 
@@ -145,6 +146,14 @@ static int flow_write_lat(struct perf_sess *s, struct perf_result *rows, int *nr
 			return -1;
 		emit(s, rows, nrows, &r);
 	}
+	/* The server's teardown is the only end mark of write_lat, and it
+	 * follows the client's last write at once. siw fails that write's WQE
+	 * (IBV_WC_LOC_QP_OP_ERR) if our FIN lands before its send routine has
+	 * returned, which a descheduled guest vCPU makes likely. perftest's
+	 * server computes its report (a clock calibration of about 0.2 s)
+	 * before it disconnects: give the client as long. */
+	if (s->server)
+		usleep(200000);
 	return 0;
 }
 

@@ -61,6 +61,7 @@ static int run(struct perf_sess *s, const struct sockaddr *peer)
 	perf_out_header(s);
 	if (perf_flow(s, rows, &nrows))
 		return PX_FAIL;
+	s->test_done = true;
 	perf_data_close(s);
 	if (s->o.tcp && perf_tcp_run(s, peer, rows, nrows))
 		return PX_FAIL;
