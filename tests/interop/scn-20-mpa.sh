@@ -502,6 +502,11 @@ server_cases() {
 
 [ ${#CLIENT_CASES[@]} = 0 ] || client_cases
 [ ${#SERVER_CASES[@]} = 0 ] || server_cases
+# Every capture through both decoders (wire_check.py): the same frames and
+# fields, every CRC good; rejected and refused cases carry no FPDU.
+for entry in "${CLIENT_CASES[@]}" "${SERVER_CASES[@]}"; do
+	wire "mpa-${entry%%|*}" --allow-empty
+done
 if guest_healthy; then
 	result mpa-guest rig PASS "no kernel BUG/oops in the guest after every case"
 else

@@ -125,6 +125,10 @@ log "guest: $(gx -t 20 'dmesg | grep "siw: crc error" | tail -1')"
 sleep 6
 guest_healthy || problems+=("the guest kernel hit a BUG/oops")
 
+# Both decoders on the whole capture: the same FPDUs and fields, exactly
+# one bad CRC (ours) and siw's TERMINATE.
+wire crc-term --expect-bad-crc 1 --allow-terminate
+
 # The detail: the decoded triple and the flush count from crc_term's line.
 triple=$(sed -n 's/.*peer TERMINATE \(layer [^;]*\);.*/\1/p' <<<"$outcome")
 flushed=$(sed -n 's/.*; flushed \([0-9]*\) WRs;.*/\1/p' <<<"$outcome")

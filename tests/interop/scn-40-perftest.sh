@@ -278,12 +278,22 @@ one_case() {
 		CELL[$key]="not run"
 		return
 	fi
+	# The 4 KiB runs of every test and role are captured and decoded by
+	# both iwarp-replay and tshark (lib.sh wire): both connections of
+	# perftest's -R (the exchange and the data QP), every FPDU.
+	local cap=""
+	[ "$s" = 4096 ] && [ -z "${4:-}" ] && cap="perf-$t-$s-$role"
+	[ -z "$cap" ] || cap_start "$cap" "tcp portrange 18600-18649"
 	for try in 1 2 3; do
 		tag=$t-$s-$role${4:+-crc}-$try
 		"attempt_$role" "$t" "$s" "$n" "$tag"
 		clock_spoilt "$t" "$role" || break
 		log "$t $s $role: perftest's clock failed (attempt $try)"
 	done
+	if [ -n "$cap" ]; then
+		cap_stop "$cap"
+		wire "$cap"
+	fi
 	is_lat "$t" && unit="us typ/avg"
 	pt_fig=${A_PT:-no figure}
 	[ -n "$A_PTLINE" ] || pt_fig="no row"
