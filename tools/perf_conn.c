@@ -286,6 +286,22 @@ int perf_listen(struct perf_sess *s, const char *addr, uint16_t port)
 	return PX_OK;
 }
 
+/* The exchange connection's ESTABLISHED within ms, or PX_CONNECT (said,
+ * prefixed with what). */
+static int comm_established(struct perf_sess *s, int ms, const char *what)
+{
+	struct iw_cm_event *ev = cm_wait_id(s, s->comm.id, ms);
+	if (!ev || ev->event != IW_CM_EVENT_ESTABLISHED) {
+		perf_err(s, "%s: %s", what, ev ? why(ev) : "timed out");
+		if (ev)
+			iw_cm_ack_event(ev);
+		return PX_CONNECT;
+	}
+	iw_cm_ack_event(ev);
+	s->comm.up = true;
+	return PX_OK;
+}
+
 /* Accept the first connection: the comm connection. A server waits as long
  * as it takes (as perftest's), the loopback one no longer than --timeout. */
 int perf_accept_comm(struct perf_sess *s, int ms)
@@ -311,16 +327,7 @@ int perf_accept_comm(struct perf_sess *s, int ms)
 		perf_err(s, "accepting: %s", strerror(rc));
 		return PX_CONNECT;
 	}
-	ev = cm_wait_id(s, s->comm.id, ms_of(s));
-	if (!ev || ev->event != IW_CM_EVENT_ESTABLISHED) {
-		perf_err(s, "client connection: %s", ev ? why(ev) : "timed out");
-		if (ev)
-			iw_cm_ack_event(ev);
-		return PX_CONNECT;
-	}
-	iw_cm_ack_event(ev);
-	s->comm.up = true;
-	return PX_OK;
+	return comm_established(s, ms_of(s), "client connection");
 }
 
 int perf_connect_comm(struct perf_sess *s, const struct sockaddr *dst)
@@ -334,16 +341,7 @@ int perf_connect_comm(struct perf_sess *s, const struct sockaddr *dst)
 		perf_err(s, "connecting: %s", strerror(rc));
 		return PX_CONNECT;
 	}
-	struct iw_cm_event *ev = cm_wait_id(s, s->comm.id, ms_of(s) + 1000);
-	if (!ev || ev->event != IW_CM_EVENT_ESTABLISHED) {
-		perf_err(s, "connecting to the server: %s", ev ? why(ev) : "timed out");
-		if (ev)
-			iw_cm_ack_event(ev);
-		return PX_CONNECT;
-	}
-	iw_cm_ack_event(ev);
-	s->comm.up = true;
-	return PX_OK;
+	return comm_established(s, ms_of(s) + 1000, "connecting to the server");
 }
 
 /* ------------------------------------------------------------ data */

@@ -35,6 +35,8 @@
 
 #include <iwarp/iwarp.h>
 
+#include "rping_proto.h"
+
 enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,     /* the run failed after connecting (peer lost, timeout, error) */
@@ -43,15 +45,9 @@ enum {
 	EXIT_NOCONN = 4,   /* no connection: resolve, listen or connect failed */
 };
 
-#define PING_FMT "rdma-ping-%ld: "
-/* rping's RPING_MIN_BUFSIZE, as rping is built (INT_MAX is not defined
- * where its stringify() expands, so it is sizeof("INT_MAX") +
- * sizeof("rdma-ping-%d: ")): keep its limit so a size rping takes works. */
-#define PING_MIN_SIZE 23
 /* rping refuses more than 65535; larger pings are ours alone. */
 #define RPING_MAX_SIZE 65535
 #define PING_MAX_SIZE (1L << 30)
-#define ADV_LEN 16
 #define DEFAULT_PORT 7174
 #define DEFAULT_SIZE 64 /* rping's code (its man page says 100) */
 #define DEFAULT_TIMEOUT_S 10
@@ -208,58 +204,6 @@ static int left_ms(int64_t deadline)
 		return -1;
 	int64_t r = deadline - now_ms();
 	return r < 0 ? 0 : r > 86400000 ? 86400000 : (int)r;
-}
-
-/* ---------------------------------------------------------- advertisement */
-
-struct advert {
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t len;
-};
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = n - 1; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/* rping's struct rping_rdma_info: __be64 buf, __be32 rkey, __be32 size. */
-static void advert_pack(uint8_t out[ADV_LEN], const struct advert *a)
-{
-	put_be(out, a->addr, 8);
-	put_be(out + 8, a->rkey, 4);
-	put_be(out + 12, a->len, 4);
-}
-
-static void advert_unpack(struct advert *a, const uint8_t in[ADV_LEN])
-{
-	a->addr = get_be(in, 8);
-	a->rkey = (uint32_t)get_be(in + 8, 4);
-	a->len = (uint32_t)get_be(in + 12, 4);
-}
-
-/* The ping payload, byte for byte as rping's client makes it: the header
- * "rdma-ping-<n>: ", then letters cycling through 'A'..'z' (ASCII 65..122)
- * from a start that moves one on per ping, then a NUL in the last octet. */
-static void fill_ping(char *buf, long size, long n)
-{
-	long cc = snprintf(buf, (size_t)size, PING_FMT, n);
-	int c = 65 + (int)(n % 58);
-	for (long i = cc; i < size; i++) {
-		buf[i] = (char)c;
-		if (++c > 122)
-			c = 65;
-	}
-	buf[size - 1] = 0;
 }
 
 /* The library's MPA defaults, but for the command line's knobs. */

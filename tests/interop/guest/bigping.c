@@ -57,6 +57,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "rping_proto.h"
+
 enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,
@@ -65,11 +67,8 @@ enum {
 	EXIT_NOCONN = 4,
 };
 
-#define PING_FMT "rdma-ping-%ld: "
-/* rping's smallest size: the header for the largest ping number fits. */
-#define MIN_SIZE 23
+#define MIN_SIZE PING_MIN_SIZE
 #define MAX_SIZE (16L << 20)
-#define ADV_LEN 16
 #define DEFAULT_PORT 7174
 #define DEFAULT_SIZE 64
 #define DEFAULT_TIMEOUT_S 30
@@ -156,44 +155,6 @@ static int left_ms(int64_t deadline)
 {
 	int64_t r = deadline - now_ms();
 	return r < 0 ? 0 : r > 86400000 ? 86400000 : (int)r;
-}
-
-/* ------------------------------------------------------- advertisement */
-
-struct advert {
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t len;
-};
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = n - 1; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/* The ping for number n, octet for octet as rping's client makes it: the
- * header "rdma-ping-<n>: ", then ASCII letters 'A'..'z' (65..122) cycling
- * from a start that moves on by one each ping, and a NUL in the last
- * octet. The receiving side can rebuild it from n and the size alone. */
-static void fill_ping(char *buf, long size, long n)
-{
-	long cc = snprintf(buf, (size_t)size, PING_FMT, n);
-	int c = 65 + (int)(n % 58);
-	for (long i = cc; i < size; i++) {
-		buf[i] = (char)c;
-		if (++c > 122)
-			c = 65;
-	}
-	buf[size - 1] = 0;
 }
 
 /* The first offset where a and b differ, or -1. */
@@ -386,9 +347,8 @@ static enum step send_msg(struct peer *p, const char *what)
 
 static enum step send_advert(struct peer *p, void *buf, struct ibv_mr *mr, const char *what)
 {
-	put_be(p->send_msg, (uintptr_t)buf, 8);
-	put_be(p->send_msg + 8, mr->rkey, 4);
-	put_be(p->send_msg + 12, (uint64_t)p->o->size, 4);
+	struct advert a = {(uintptr_t)buf, mr->rkey, (uint32_t)p->o->size};
+	advert_pack(p->send_msg, &a);
 	dbg("RDMA addr %llx rkey %x len %ld", (unsigned long long)(uintptr_t)buf, mr->rkey,
 	    p->o->size);
 	return send_msg(p, what);
@@ -414,9 +374,7 @@ static enum step recv_msg(struct peer *p, const char *what, struct advert *a)
 		return STEP_FAIL;
 	}
 	if (a) {
-		a->addr = get_be(p->recv_msg, 8);
-		a->rkey = (uint32_t)get_be(p->recv_msg + 8, 4);
-		a->len = (uint32_t)get_be(p->recv_msg + 12, 4);
+		advert_unpack(a, p->recv_msg);
 		dbg("received rkey %x addr %llx len %u from peer", a->rkey,
 		    (unsigned long long)a->addr, a->len);
 	}
