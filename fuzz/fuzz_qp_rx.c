@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libFuzzer target for the QP engine's receive side (lib/qp*.c, wr.c,
+ * libFuzzer target for the QP engine's receive side (lib/engine/qp*.c, wr.c,
  * srq.c, mem.c behind iw_qp_rx): the input is the peer's byte stream into
  * one started QP that has memory registered, receives posted and its own
  * Sends, Writes, Reads and atomics outstanding, so that what arrives meets
@@ -57,10 +57,10 @@
 #include <sys/mman.h>
 #include <sanitizer/asan_interface.h>
 
-#include "context.h"
-#include "cq.h"
-#include "qp.h"
-#include "srq.h"
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+#include "engine/srq.h"
 #include "fuzz.h"
 
 #define SETTINGS_LEN 8

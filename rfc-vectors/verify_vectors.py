@@ -260,7 +260,7 @@ def check_frame(b, err):
 
 KINDS = {"crc32c", "mpa-frame", "mpa-fpdu", "mpa-stream", "mpa-frame-bad", "mpa-fpdu-bad"}
 
-# reason name (lib/wire_err.c) -> TERMINATE triple layer<<12 | etype<<8 | ecode
+# reason name (lib/wire/wire_err.c) -> TERMINATE triple layer<<12 | etype<<8 | ecode
 REASONS = {
     "mpa_key": 0x2004, "mpa_rev": 0x2004, "mpa_reserved": 0x2004, "mpa_pd_len": 0x2004,
     "mpa_truncated": 0x2004, "mpa_enh_short": 0x2004, "mpa_reject_req": 0x2004,

@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "iwarp/wire.h"
-#include "pcap_writer.h"
+#include "diag/pcap_writer.h"
 
 #define TS_START 1700000000000000000ull
 #define TS_STEP 10000

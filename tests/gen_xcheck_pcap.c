@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "iwarp/wire.h"
-#include "pcap_writer.h"
+#include "diag/pcap_writer.h"
 
 #define MSS 1460
 #define SEG_MAX 1400 /* payload per segment: header + payload + trailer < MSS */

@@ -4,7 +4,7 @@
 
     replay_pcapmod.py MODE IN.pcap OUT [ARG]
 
-IN is a classic little-endian pcap of Ethernet frames (as lib/pcap_writer
+IN is a classic little-endian pcap of Ethernet frames (as lib/diag/pcap_writer
 writes them). MODE:
   ooo        swap back-to-back data segments of one direction (every other pair)
   retrans    send every fourth data segment again two frames later

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Completion queues, completion channels and asynchronous events
- * (lib/cq.c, lib/async.c): ring order and wrap, one-shot arming, event
+ * (lib/engine/cq.c, lib/engine/async.c): ring order and wrap, one-shot arming, event
  * accounting against destroy, overflow reporting, and many threads at once.
  */
 #include <errno.h>
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "context.h"
-#include "cq.h"
+#include "engine/context.h"
+#include "engine/cq.h"
 #include "suites.h"
 
 /* No iw_context_new yet: a context with just what CQs use. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * CRC32c (lib/crc32c.c, lib/crc32c.h). The vectors are those of
+ * CRC32c (lib/wire/crc32c.c, lib/wire/crc32c.h). The vectors are those of
  * /work/shared/reference/vectors/crc32c.iwv: RFC 3720 B.4 with the CRC
  * octets as the RFC prints them (least-significant octet first), the
  * catalogue check value, the empty input and "rdma_test".
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "iwarp/wire.h"
-#include "crc32c.h"
+#include "wire/crc32c.h"
 #include "suites.h"
 #include "testutil.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Bounded reader and writer (lib/cursor.h). */
+/* Bounded reader and writer (lib/wire/cursor.h). */
 #include <string.h>
 
-#include "cursor.h"
+#include "wire/cursor.h"
 #include "suites.h"
 
 static const uint8_t seq[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * DDP header codec (lib/ddp.c). Frames are copied from the reference
+ * DDP header codec (lib/wire/ddp.c). Frames are copied from the reference
  * vectors (/work/shared/reference/vectors, the .iwv files); each starts with the
  * 2-octet ULPDU_Length, which the header parser never sees.
  */

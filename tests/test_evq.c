@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The event queue (lib/evq.c): order, refusal of a double push, dead nodes,
+ * The event queue (lib/base/evq.c): order, refusal of a double push, dead nodes,
  * the fd's readability tracking the queue, blocking and nonblocking pops.
  */
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "evq.h"
+#include "base/evq.h"
 #include "suites.h"
 
 struct tnode {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * PDs, MRs and the STag table (lib/mem.c): the access flag rule, STag
+ * PDs, MRs and the STag table (lib/engine/mem.c): the access flag rule, STag
  * layout and key rotation, every TERMINATE a remote check can yield, the
  * local SGE checks, references against deregistration, fast registration
  * and invalidation, table growth and concurrent use.
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "engine/context.h"
 #include "iwarp/wire.h"
-#include "mem.h"
+#include "engine/mem.h"
 #include "suites.h"
 
 #define ALL_RIGHTS \

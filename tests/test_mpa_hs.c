@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * MPA connection setup state machine (lib/mpa_hs.c). An initiator and a
+ * MPA connection setup state machine (lib/conn/mpa_hs.c). An initiator and a
  * responder run back to back in memory: what one hands out through
  * iw_mpa_hs_tx (written in whole, byte-sized or random partial writes) is
  * fed to the other's iw_mpa_hs_recv in the same kinds of pieces. Most
@@ -15,7 +15,7 @@
 
 #include "iwarp/cm.h"
 #include "iwarp/wire.h"
-#include "mpa_hs.h"
+#include "conn/mpa_hs.h"
 #include "suites.h"
 #include "testutil.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "suites.h"
-#include "pcap_writer.h"
+#include "diag/pcap_writer.h"
 
 /* libpcap is the independent reader. It is loaded at run time so that the
  * check binary needs no -lpcap of its own (configure already requires

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The QP engine (lib/qp.c, qp_tx.c, qp_rx.c, qp_term.c, wr.c, srq.c) with
+ * The QP engine (lib/engine/qp.c, qp_tx.c, qp_rx.c, qp_term.c, wr.c, srq.c) with
  * no sockets.
  *
  *  - A pump wires two QPs back to back in memory: it takes each side's
@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "cq.h"
-#include "qp.h"
-#include "srq.h"
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+#include "engine/srq.h"
 #include "suites.h"
 
 /* ================================================================ helpers */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * RDMAP opcode facts and header codecs (lib/rdmap.c). The RDMAP header
+ * RDMAP opcode facts and header codecs (lib/wire/rdmap.c). The RDMAP header
  * bytes are the ones after the DDP header in the reference vectors
  * (fpdu_misc.iwv under /work/shared/reference/vectors).
  */

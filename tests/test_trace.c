@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * pcap tracing (lib/trace.c and its hooks in lib/cm_conn.c), read back with
+ * pcap tracing (lib/diag/trace.c and its hooks in lib/io/cm_conn.c), read back with
  * libpcap and decoded with our own codecs (tests/trace_read.c):
  *   loopback  a real connection on 127.0.0.1 between two traced contexts
  *             (one through the attribute, one through IWARP_PCAP): Sends
@@ -45,7 +45,7 @@
 #include <iwarp/iwarp.h>
 
 #include "suites.h"
-#include "trace.h"
+#include "diag/trace.h"
 #include "trace_read.h"
 
 #define WAIT_MS 30000

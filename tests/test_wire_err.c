@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Failure reasons and TERMINATE names (lib/wire_err.c). */
+/* Failure reasons and TERMINATE names (lib/wire/wire_err.c). */
 #include <string.h>
 
 #include "iwarp/wire.h"

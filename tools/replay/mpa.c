@@ -4,7 +4,7 @@
  * or Reply (RFC 5044 section 7.1), parsed with iw_mpa_frame_parse (lenient,
  * like the engine). The connection's FPDU settings follow from the two
  * frames: CRC if either has C; markers towards a side that set M in its own
- * frame (lib/mpa_hs.c does the same). Options override each of them, and
+ * frame (lib/conn/mpa_hs.c does the same). Options override each of them, and
  * stand in for frames a capture started too late to see.
  */
 #include <errno.h>

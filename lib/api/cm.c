@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The connection manager API (cm.h): channels, ids, events, and the calls
+ * that hand work to the loop thread (cm_conn.c does the socket side).
+ *
+ * Every state change of an id happens on the loop thread under the CM lock
+ * (iw_ev_call), so an application may call from any thread and events come
+ * out of the channel in the order things happened.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/cm_int.h"
+#include "engine/context.h"
+#include "io/ev.h"
+#include "base/visibility.h"
+
+IW_EXPORT const char *iw_cm_event_str(enum iw_cm_event_type ev)
+{
+	static const char *const names[] = {
+		[IW_CM_EVENT_CONNECT_REQUEST] = "CONNECT_REQUEST",
+		[IW_CM_EVENT_CONNECT_RESPONSE] = "CONNECT_RESPONSE",
+		[IW_CM_EVENT_CONNECT_ERROR] = "CONNECT_ERROR",
+		[IW_CM_EVENT_UNREACHABLE] = "UNREACHABLE",
+		[IW_CM_EVENT_REJECTED] = "REJECTED",
+		[IW_CM_EVENT_ESTABLISHED] = "ESTABLISHED",
+		[IW_CM_EVENT_DISCONNECTED] = "DISCONNECTED",
+		[IW_CM_EVENT_TIMEWAIT_EXIT] = "TIMEWAIT_EXIT",
+	};
+	if ((unsigned)ev < sizeof(names) / sizeof(names[0]) && names[ev])
+		return names[ev];
+	return "unknown";
+}
+
+/* ------------------------------------------------------------ events */
+
+struct cm_event {
+	struct iw_evq_node node; /* first */
+	struct iw_cm_event pub;
+	struct iw_cm_id_int *owner; /* id whose unacked count this holds */
+	uint8_t pd[IW_MPA_PD_MAX];
+};
+
+struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
+				    int status)
+{
+	struct cm_event *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->pub.event = type;
+	e->pub.id = &id->pub;
+	e->pub.status = status;
+	e->pub.param.responder_resources = (uint8_t)(id->res.ird > 255 ? 255 : id->res.ird);
+	e->pub.param.initiator_depth = (uint8_t)(id->res.ord > 255 ? 255 : id->res.ord);
+	e->pub.mpa_rev = id->res.rev;
+	e->pub.crc = id->res.crc;
+	e->pub.markers_rx = id->res.markers_rx;
+	e->pub.markers_tx = id->res.markers_tx;
+	e->pub.rtr = id->res.rtr;
+	e->owner = id;
+	return &e->pub;
+}
+
+void iw_cm_event_set_pd(struct iw_cm_event *ev, const uint8_t *pd, uint16_t len)
+{
+	struct cm_event *e = (struct cm_event *)((char *)ev - offsetof(struct cm_event, pub));
+	if (len > sizeof(e->pd))
+		len = sizeof(e->pd);
+	if (len)
+		memcpy(e->pd, pd, len);
+	ev->param.private_data = len ? e->pd : NULL;
+	ev->param.private_data_len = len;
+}
+
+void iw_cm_event_queue(struct iw_cm_id_int *id, struct iw_cm_event *ev)
+{
+	(void)id;
+	struct cm_event *e = (struct cm_event *)((char *)ev - offsetof(struct cm_event, pub));
+	iw_evq_push(&e->owner->ch->q, &e->node);
+}
+
+void iw_cm_raise(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status)
+{
+	struct iw_cm_event *ev = iw_cm_event_new(id, type, status);
+	/* Out of memory: the event is lost but the id's state is still
+	 * right; nothing better can be done without blocking the loop. */
+	if (ev)
+		iw_cm_event_queue(id, ev);
+}
+
+/* Events of destroyed ids are skipped and freed by the pop. */
+static void free_dead(struct iw_evq_node *n)
+{
+	free(n);
+}
+
+IW_EXPORT int iw_cm_get_event(struct iw_cm_channel *ch, struct iw_cm_event **out_event)
+{
+	if (!ch || !out_event)
+		return EINVAL;
+	struct iw_cm_channel_int *c = (struct iw_cm_channel_int *)ch;
+	struct iw_evq_node *n;
+	int rc = iw_evq_pop(&c->q, &n, free_dead);
+	if (rc)
+		return -rc;
+	struct cm_event *e = (struct cm_event *)n;
+	atomic_fetch_add(&e->owner->unacked, 1);
+	*out_event = &e->pub;
+	return 0;
+}
+
+/* An event handed out keeps its id alive (destroy says EBUSY) until this. */
+IW_EXPORT int iw_cm_ack_event(struct iw_cm_event *event)
+{
+	if (!event)
+		return EINVAL;
+	struct cm_event *e = (struct cm_event *)((char *)event - offsetof(struct cm_event, pub));
+	atomic_fetch_sub(&e->owner->unacked, 1);
+	free(e);
+	return 0;
+}
+
+/* ------------------------------------------------------------ channel */
+
+IW_EXPORT struct iw_cm_channel *iw_cm_create_channel(struct iw_context *ctx)
+{
+	if (!ctx || !ctx->ev) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct iw_cm_channel_int *c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int rc = iw_evq_init(&c->q);
+	if (rc) {
+		free(c);
+		errno = -rc;
+		return NULL;
+	}
+	c->pub.context = ctx;
+	c->pub.fd = c->q.fd;
+	return &c->pub;
+}
+
+IW_EXPORT int iw_cm_destroy_channel(struct iw_cm_channel *ch)
+{
+	if (!ch)
+		return 0;
+	struct iw_cm_channel_int *c = (struct iw_cm_channel_int *)ch;
+	if (c->num_ids)
+		return EBUSY;
+	iw_evq_drain(&c->q, free_dead);
+	iw_evq_cleanup(&c->q);
+	free(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------ work list */
+
+/* Ids the loop must look at, from any thread (process-wide; each loop
+ * takes its own context's entries). */
+static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct iw_cm_id_int *work_head;
+
+void iw_cm_want_work(struct iw_cm_id_int *id)
+{
+	pthread_mutex_lock(&work_lock);
+	if (!id->on_work) {
+		id->on_work = true;
+		id->work_next = work_head;
+		work_head = id;
+	}
+	pthread_mutex_unlock(&work_lock);
+	iw_ev_kick(id->pub.context);
+}
+
+static struct iw_cm_id_int *take_work(struct iw_context *ctx)
+{
+	pthread_mutex_lock(&work_lock);
+	struct iw_cm_id_int **pp = &work_head, *id;
+	while ((id = *pp) != NULL && id->pub.context != ctx)
+		pp = &id->work_next;
+	if (id) {
+		*pp = id->work_next;
+		id->on_work = false;
+	}
+	pthread_mutex_unlock(&work_lock);
+	return id;
+}
+
+static void drop_work(struct iw_cm_id_int *id)
+{
+	pthread_mutex_lock(&work_lock);
+	for (struct iw_cm_id_int **pp = &work_head; *pp; pp = &(*pp)->work_next) {
+		if (*pp == id) {
+			*pp = id->work_next;
+			break;
+		}
+	}
+	id->on_work = false;
+	pthread_mutex_unlock(&work_lock);
+}
+
+void iw_cm_loop_work(struct iw_context *ctx)
+{
+	struct iw_cm_id_int *id;
+	while ((id = take_work(ctx)) != NULL)
+		iw_cm_conn_work(id);
+}
+
+/* ------------------------------------------------------------ ids */
+
+struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context)
+{
+	struct iw_cm_id_int *id = calloc(1, sizeof(*id));
+	if (!id)
+		return NULL;
+	id->pub.context = ch->pub.context;
+	id->pub.channel = &ch->pub;
+	id->pub.user_context = user_context;
+	id->ch = ch;
+	id->fd = -1;
+	iw_mpa_opts_default(&id->opts);
+	pthread_mutex_init(&id->txlock, NULL);
+	ch->num_ids++;
+	iw_ev_ids_add(ch->pub.context, 1);
+	return id;
+}
+
+/* Drop events of id still queued on its channel: nobody will read them. */
+static bool event_of(const struct iw_evq_node *n, const void *id)
+{
+	const struct cm_event *e = (const struct cm_event *)n;
+	return e->owner == id || e->pub.id == &((const struct iw_cm_id_int *)id)->pub;
+}
+
+static void kill_events(struct iw_cm_id_int *id)
+{
+	iw_evq_kill_if(&id->ch->q, event_of, id);
+}
+
+void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id)
+{
+	id->listener = l;
+	id->child_prev = NULL;
+	id->child_next = l->children;
+	if (l->children)
+		l->children->child_prev = id;
+	l->children = id;
+}
+
+void iw_cm_child_unlink(struct iw_cm_id_int *id)
+{
+	struct iw_cm_id_int *l = id->listener;
+	if (!l)
+		return;
+	if (id->child_prev)
+		id->child_prev->child_next = id->child_next;
+	else
+		l->children = id->child_next;
+	if (id->child_next)
+		id->child_next->child_prev = id->child_prev;
+	id->listener = id->child_prev = id->child_next = NULL;
+}
+
+/* A listener going away: CONNECT_REQUESTs still queued stop naming it. */
+static void forget_listener(struct iw_cm_id_int *id)
+{
+	struct iw_evq *q = &id->ch->q;
+	pthread_mutex_lock(&q->lock);
+	for (struct iw_evq_node *n = q->head; n; n = n->next) {
+		struct cm_event *e = (struct cm_event *)n;
+		if (e->pub.listen_id == &id->pub)
+			e->pub.listen_id = NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+void iw_cm_id_release(struct iw_cm_id_int *id)
+{
+	iw_cm_child_unlink(id);
+	forget_listener(id);
+	drop_work(id);
+	kill_events(id);
+	id->ch->num_ids--;
+	iw_ev_ids_add(id->pub.context, -1);
+	free(id->hs);
+	pthread_mutex_destroy(&id->txlock);
+	free(id);
+}
+
+struct create_args {
+	struct iw_cm_channel_int *ch;
+	void *user;
+	struct iw_cm_id_int *out;
+};
+
+static int do_create(void *arg)
+{
+	struct create_args *a = arg;
+	a->out = iw_cm_id_alloc(a->ch, a->user);
+	return a->out ? 0 : ENOMEM;
+}
+
+IW_EXPORT int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id,
+			      void *user_context)
+{
+	if (!ch || !out_id)
+		return EINVAL;
+	struct create_args a = {.ch = (struct iw_cm_channel_int *)ch, .user = user_context};
+	int rc = iw_ev_call(ch->context, do_create, &a);
+	if (!rc)
+		*out_id = &a.out->pub;
+	return rc;
+}
+
+static int do_destroy(void *arg)
+{
+	struct iw_cm_id_int *id = arg;
+	if (atomic_load(&id->unacked))
+		return EBUSY;
+	iw_cm_conn_abort(id);
+	if (id->qp) {
+		struct iw_qp *qp = id->qp;
+		qp->glue = NULL;
+		qp->wake = NULL;
+		id->qp = NULL;
+		id->pub.qp = NULL;
+		if (id->own_qp)
+			iw_destroy_qp(qp);
+	}
+	iw_cm_id_release(id);
+	return 0;
+}
+
+IW_EXPORT int iw_cm_destroy_id(struct iw_cm_id *id)
+{
+	if (!id)
+		return 0;
+	return iw_ev_call(id->context, do_destroy, iw_cm_id_int(id));
+}
+
+struct opts_args {
+	struct iw_cm_id_int *id;
+	const struct iw_mpa_opts *opts;
+};
+
+static int do_set_opts(void *arg)
+{
+	struct opts_args *a = arg;
+	a->id->opts = *a->opts;
+	return 0;
+}
+
+/* On the loop thread, like every other change to an id. */
+IW_EXPORT int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts)
+{
+	if (!id || !opts || (opts->rev != 1 && opts->rev != 2) || opts->pd_cap > IW_MPA_PD_MAX)
+		return EINVAL;
+	struct opts_args a = {iw_cm_id_int(id), opts};
+	return iw_ev_call(id->context, do_set_opts, &a);
+}
+
+struct addr_args {
+	struct iw_cm_id_int *id;
+	const struct sockaddr *addr;
+	int backlog;
+	const struct iw_conn_param *param;
+};
+
+static socklen_t addr_len(const struct sockaddr *a)
+{
+	return a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+static int do_bind(void *arg)
+{
+	struct addr_args *a = arg;
+	if (a->id->bound || a->id->state != IW_CS_IDLE)
+		return EINVAL;
+	memcpy(&a->id->pub.local_addr, a->addr, addr_len(a->addr));
+	a->id->bound = true;
+	return 0;
+}
+
+IW_EXPORT int iw_cm_bind_addr(struct iw_cm_id *id, const struct sockaddr *addr)
+{
+	if (!id || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return EINVAL;
+	struct addr_args a = {.id = iw_cm_id_int(id), .addr = addr};
+	return iw_ev_call(id->context, do_bind, &a);
+}
+
+static int do_listen(void *arg)
+{
+	struct addr_args *a = arg;
+	if (!a->id->bound || a->id->state != IW_CS_IDLE)
+		return EINVAL;
+	a->id->backlog = a->backlog;
+	return iw_cm_conn_listen(a->id);
+}
+
+IW_EXPORT int iw_cm_listen(struct iw_cm_id *id, int backlog)
+{
+	if (!id)
+		return EINVAL;
+	struct addr_args a = {.id = iw_cm_id_int(id), .backlog = backlog};
+	return iw_ev_call(id->context, do_listen, &a);
+}
+
+/* ------------------------------------------------------------ QP */
+
+static void qp_wake(struct iw_qp *qp)
+{
+	struct iw_cm_id_int *id = qp->glue;
+	if (id)
+		iw_cm_conn_tx(id);
+}
+
+struct qp_args {
+	struct iw_cm_id_int *id;
+	struct iw_pd *pd;
+	struct iw_qp_init_attr *attr;
+};
+
+static int do_create_qp(void *arg)
+{
+	struct qp_args *a = arg;
+	if (a->id->qp)
+		return EEXIST;
+	struct iw_qp *qp = iw_create_qp(a->pd, a->attr);
+	if (!qp)
+		return errno;
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_INIT};
+	iw_modify_qp(qp, &qa, IW_QP_STATE);
+	qp->glue = a->id;
+	qp->wake = qp_wake;
+	a->id->qp = qp;
+	a->id->pub.qp = qp;
+	a->id->own_qp = true;
+	return 0;
+}
+
+IW_EXPORT int iw_cm_create_qp(struct iw_cm_id *id, struct iw_pd *pd, struct iw_qp_init_attr *attr)
+{
+	if (!id || !pd || !attr)
+		return EINVAL;
+	struct qp_args a = {.id = iw_cm_id_int(id), .pd = pd, .attr = attr};
+	return iw_ev_call(id->context, do_create_qp, &a);
+}
+
+static int do_destroy_qp(void *arg)
+{
+	struct iw_cm_id_int *id = arg;
+	if (!id->qp)
+		return 0;
+	iw_cm_conn_abort(id);
+	struct iw_qp *qp = id->qp;
+	qp->glue = NULL;
+	qp->wake = NULL;
+	id->qp = NULL;
+	id->pub.qp = NULL;
+	return iw_destroy_qp(qp);
+}
+
+IW_EXPORT void iw_cm_destroy_qp(struct iw_cm_id *id)
+{
+	if (id)
+		iw_ev_call(id->context, do_destroy_qp, iw_cm_id_int(id));
+}
+
+/* ------------------------------------------------------------ connect */
+
+static int take_param(struct iw_cm_id_int *id, const struct iw_conn_param *p)
+{
+	if (!p)
+		return 0;
+	if (p->private_data_len > IW_MPA_PD_MAX || (p->private_data_len && !p->private_data))
+		return EINVAL;
+	if (p->mpa) {
+		if (p->mpa->rev != 1 && p->mpa->rev != 2)
+			return EINVAL;
+		id->opts = *p->mpa;
+	}
+	id->pd_len = p->private_data_len;
+	if (id->pd_len)
+		memcpy(id->pd, p->private_data, id->pd_len);
+	id->ird = p->responder_resources;
+	id->ord = p->initiator_depth;
+	id->connect_timeout_ms = p->connect_timeout_ms ? p->connect_timeout_ms : 10000;
+	return 0;
+}
+
+static int do_connect(void *arg)
+{
+	struct addr_args *a = arg;
+	struct iw_cm_id_int *id = a->id;
+	if (!id->qp)
+		return EINVAL;
+	if (id->state != IW_CS_IDLE)
+		return EISCONN;
+	int rc = take_param(id, a->param);
+	if (rc)
+		return rc;
+	if (!a->param)
+		id->connect_timeout_ms = 10000, id->ird = id->ord = 1;
+	return iw_cm_conn_connect(id, a->addr);
+}
+
+IW_EXPORT int iw_cm_connect(struct iw_cm_id *id, const struct sockaddr *dst,
+			    const struct iw_conn_param *param)
+{
+	if (!id || !dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return EINVAL;
+	struct addr_args a = {.id = iw_cm_id_int(id), .addr = dst, .param = param};
+	return iw_ev_call(id->context, do_connect, &a);
+}
+
+static int do_accept(void *arg)
+{
+	struct addr_args *a = arg;
+	struct iw_cm_id_int *id = a->id;
+	if (!id->qp || id->state != IW_CS_CONNREQ)
+		return EINVAL;
+	/* The id starts with the listener's options; iw_cm_set_mpa_opts on
+	 * the new id or param->mpa may change the responder's choices (RTR,
+	 * CRC, markers, private data cap) up to this point: the Reply is
+	 * built from them now. */
+	int rc = take_param(id, a->param);
+	if (rc)
+		return rc;
+	if (!a->param)
+		id->ird = id->ord = 1;
+	id->hs->opts = id->opts;
+	return iw_cm_conn_accept(id);
+}
+
+IW_EXPORT int iw_cm_accept(struct iw_cm_id *id, const struct iw_conn_param *param)
+{
+	if (!id)
+		return EINVAL;
+	struct addr_args a = {.id = iw_cm_id_int(id), .param = param};
+	return iw_ev_call(id->context, do_accept, &a);
+}
+
+struct reject_args {
+	struct iw_cm_id_int *id;
+	const void *pd;
+	uint16_t len;
+};
+
+static int do_reject(void *arg)
+{
+	struct reject_args *a = arg;
+	if (a->id->state != IW_CS_CONNREQ)
+		return EINVAL;
+	return iw_cm_conn_reject(a->id, a->pd, a->len);
+}
+
+IW_EXPORT int iw_cm_reject(struct iw_cm_id *id, const void *private_data,
+			   uint16_t private_data_len)
+{
+	if (!id || private_data_len > IW_MPA_PD_MAX || (private_data_len && !private_data))
+		return EINVAL;
+	struct reject_args a = {iw_cm_id_int(id), private_data, private_data_len};
+	return iw_ev_call(id->context, do_reject, &a);
+}
+
+static int do_disconnect(void *arg)
+{
+	return iw_cm_conn_disconnect(arg);
+}
+
+IW_EXPORT int iw_cm_disconnect(struct iw_cm_id *id)
+{
+	if (!id)
+		return EINVAL;
+	return iw_ev_call(id->context, do_disconnect, iw_cm_id_int(id));
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The verbs context (context.h): the core part (STag table, async events)
+ * that tests and tools can use without any event loop, and the public
+ * constructor that adds the libevent glue (ev.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/context.h"
+#include "io/ev.h"
+#include "diag/trace.h"
+#include "base/visibility.h"
+
+struct iw_context *iw_context_core_new(void)
+{
+	struct iw_context *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&ctx->lock, NULL);
+	int rc = iw_mem_table_init(&ctx->mem);
+	if (rc == 0) {
+		rc = iw_evq_init(&ctx->async);
+		if (rc)
+			iw_mem_table_cleanup(&ctx->mem);
+	}
+	if (rc) {
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		errno = -rc;
+		return NULL;
+	}
+	return ctx;
+}
+
+void iw_context_core_free(struct iw_context *ctx)
+{
+	if (!ctx)
+		return;
+	iw_async_cleanup(ctx);
+	iw_mem_table_cleanup(&ctx->mem);
+	pthread_mutex_destroy(&ctx->lock);
+	iw_trace_free(ctx->trace, NULL);
+	free(ctx);
+}
+
+IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
+{
+	struct iw_context *ctx = iw_context_core_new();
+	if (!ctx)
+		return NULL;
+	struct iw_trace_opts to;
+	int rc = iw_trace_opts_get(&to, attr);
+	if (rc == 0 && to.path)
+		rc = iw_trace_new(&ctx->trace, &to);
+	if (rc) {
+		iw_context_core_free(ctx);
+		errno = rc;
+		return NULL;
+	}
+	rc = iw_ev_init(ctx, attr ? attr->base : NULL);
+	if (rc) {
+		iw_context_core_free(ctx);
+		errno = rc;
+		return NULL;
+	}
+	return ctx;
+}
+
+IW_EXPORT int iw_context_free(struct iw_context *ctx)
+{
+	if (!ctx)
+		return 0;
+	/* Objects still alive would point into freed memory (their MRs live
+	 * in the STag table freed below). */
+	if (atomic_load(&ctx->num_objs) > 0)
+		return EBUSY;
+	int rc = iw_ev_cleanup(ctx);
+	if (rc)
+		return rc;
+	iw_context_core_free(ctx);
+	return 0;
+}

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The event queue behind the completion channel, the asynchronous events and
+ * the CM event channel (see evq.h).
+ *
+ * The fd's count and the list move together: a push links the node and then
+ * adds one to the count, both under q->lock; a pop first takes one from the
+ * count (read(), which is where a blocking reader sleeps, outside the lock)
+ * and only then unlinks a node under the lock. So at every moment
+ *
+ *	count <= len, and len - count = pops that have read but not unlinked,
+ *
+ * which means a pop that got its count always finds a node to unlink, and the
+ * fd is readable exactly when there is a node nobody has claimed yet. Dead
+ * nodes keep their count: the pop that meets one drops it and reads again.
+ *
+ * This file never takes another lock under q->lock (callbacks that run under
+ * it must not lock either), and release callbacks run after it is dropped, so
+ * owners may free or lock in them. An owner that holds q->lock itself (for
+ * iw_evq_kill_locked) documents its own order (cq.h).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "base/evq.h"
+
+int iw_evq_init(struct iw_evq *q)
+{
+	int fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = pthread_mutex_init(&q->lock, NULL);
+	if (rc) {
+		close(fd);
+		return -rc;
+	}
+	q->fd = fd;
+	q->head = NULL;
+	q->tail = &q->head;
+	q->len = 0;
+	return 0;
+}
+
+void iw_evq_cleanup(struct iw_evq *q)
+{
+	/* fd < 0 marks a queue already cleaned up, so a second call is harmless. */
+	if (!q || q->fd < 0)
+		return;
+	close(q->fd);
+	q->fd = -1;
+	q->head = NULL;
+	q->tail = &q->head;
+	q->len = 0;
+	pthread_mutex_destroy(&q->lock);
+}
+
+/* An eventfd write fails only for a bad fd or a count at 2^64 - 2, neither of
+ * which an initialised queue holding fewer nodes than memory can reach. */
+static void count_up(int fd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(fd, &one, sizeof(one));
+
+	(void)n;
+}
+
+/* One count off the fd: sleeps if it is blocking and the count is 0. */
+static int count_down(int fd)
+{
+	uint64_t v;
+	ssize_t n = read(fd, &v, sizeof(v));
+
+	if (n == (ssize_t)sizeof(v))
+		return 0;
+	return n < 0 ? -errno : -EIO;
+}
+
+static void link_tail(struct iw_evq *q, struct iw_evq_node *n)
+{
+	n->next = NULL;
+	n->queued = true;
+	n->dead = false;
+	*q->tail = n;
+	q->tail = &n->next;
+	q->len++;
+}
+
+/* The caller holds the lock and has checked that the list is not empty. */
+static struct iw_evq_node *unlink_head(struct iw_evq *q)
+{
+	struct iw_evq_node *n = q->head;
+
+	q->head = n->next;
+	if (!q->head)
+		q->tail = &q->head;
+	n->next = NULL;
+	n->queued = false;
+	q->len--;
+	return n;
+}
+
+bool iw_evq_push(struct iw_evq *q, struct iw_evq_node *n)
+{
+	pthread_mutex_lock(&q->lock);
+	if (n->queued) {
+		pthread_mutex_unlock(&q->lock);
+		return false;
+	}
+	link_tail(q, n);
+	count_up(q->fd);
+	pthread_mutex_unlock(&q->lock);
+	return true;
+}
+
+/*
+ * Unlink the head node for a pop that owns one count. Returns the live node
+ * taken, or NULL with *dead set to a dead node the caller must release (and
+ * then read another count for). The list cannot be empty here unless
+ * iw_evq_drain ran concurrently, which is a misuse; it is survived as "read
+ * again" rather than a crash.
+ */
+static struct iw_evq_node *take_head(struct iw_evq *q, struct iw_evq_node **dead,
+				     void (*take)(struct iw_evq_node *))
+{
+	*dead = NULL;
+	if (!q->head)
+		return NULL;
+	if (q->head->dead) {
+		*dead = unlink_head(q);
+		return NULL;
+	}
+	if (take)
+		take(q->head);
+	return unlink_head(q);
+}
+
+int iw_evq_pop_take(struct iw_evq *q, struct iw_evq_node **out,
+		    void (*release)(struct iw_evq_node *), void (*take)(struct iw_evq_node *))
+{
+	for (;;) {
+		struct iw_evq_node *n, *dead;
+		int rc = count_down(q->fd);
+
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&q->lock);
+		n = take_head(q, &dead, take);
+		pthread_mutex_unlock(&q->lock);
+		if (n) {
+			*out = n;
+			return 0;
+		}
+		if (dead && release)
+			release(dead);
+	}
+}
+
+int iw_evq_pop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *))
+{
+	return iw_evq_pop_take(q, out, release, NULL);
+}
+
+int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *))
+{
+	for (;;) {
+		struct iw_evq_node *n, *dead;
+		int rc;
+
+		pthread_mutex_lock(&q->lock);
+		/* With every pop of this queue under the lock, count == len
+		 * here, so the read below cannot block. */
+		if (q->len == 0) {
+			pthread_mutex_unlock(&q->lock);
+			return -EAGAIN;
+		}
+		rc = count_down(q->fd);
+		if (rc) {
+			pthread_mutex_unlock(&q->lock);
+			return rc;
+		}
+		n = take_head(q, &dead, NULL);
+		pthread_mutex_unlock(&q->lock);
+		if (n) {
+			*out = n;
+			return 0;
+		}
+		if (dead && release)
+			release(dead);
+	}
+}
+
+bool iw_evq_kill_locked(struct iw_evq *q, struct iw_evq_node *n)
+{
+	(void)q;
+	if (!n->queued)
+		return false;
+	n->dead = true;
+	return true;
+}
+
+bool iw_evq_kill(struct iw_evq *q, struct iw_evq_node *n)
+{
+	bool queued;
+
+	pthread_mutex_lock(&q->lock);
+	queued = iw_evq_kill_locked(q, n);
+	pthread_mutex_unlock(&q->lock);
+	return queued;
+}
+
+unsigned iw_evq_kill_if(struct iw_evq *q, bool (*match)(const struct iw_evq_node *, const void *),
+			const void *arg)
+{
+	unsigned killed = 0;
+
+	pthread_mutex_lock(&q->lock);
+	for (struct iw_evq_node *n = q->head; n; n = n->next) {
+		if (!n->dead && match(n, arg)) {
+			n->dead = true;
+			killed++;
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	return killed;
+}
+
+void iw_evq_drain(struct iw_evq *q, void (*release)(struct iw_evq_node *))
+{
+	struct iw_evq_node *list;
+
+	/* Detach the whole list first so that release runs unlocked. */
+	pthread_mutex_lock(&q->lock);
+	list = q->head;
+	q->head = NULL;
+	q->tail = &q->head;
+	q->len = 0;
+	pthread_mutex_unlock(&q->lock);
+	while (list) {
+		struct iw_evq_node *n = list;
+
+		list = n->next;
+		n->next = NULL;
+		n->queued = false;
+		if (release)
+			release(n);
+	}
+}

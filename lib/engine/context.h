@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The verbs context: owner of the STag table, the asynchronous event queue
+ * and the libevent loop everything runs on. Only ev.c touches the loop.
+ */
+#ifndef IW_CONTEXT_H
+#define IW_CONTEXT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/evq.h"
+#include "iwarp/verbs.h"
+#include "engine/mem.h"
+
+struct iw_ev;    /* ev.c's per-context state */
+struct iw_trace; /* trace.c */
+
+struct iw_context {
+	pthread_mutex_t lock; /* object lists and numbering */
+	struct iw_mem_table mem;
+	struct iw_evq async;  /* struct iw_async_node entries */
+	atomic_uint next_qpn;
+	atomic_uint next_pd;
+	atomic_int num_objs;  /* PDs, CQs and completion channels alive */
+	struct iw_ev *ev;     /* loop, kick fd, own thread */
+	struct iw_trace *trace; /* NULL: no tracing (trace.h) */
+	atomic_uint async_lost; /* events iw_async_raise could not allocate */
+};
+
+/* One queued asynchronous event (heap). iw_get_async_event copies the event
+ * out and frees the node at once; iw_ack_async_event is a no-op kept for the
+ * verbs shape. */
+struct iw_async_node {
+	struct iw_evq_node node; /* first: node == &async_node */
+	struct iw_async_event ev;
+};
+
+/* Queue an asynchronous event for the application. Allocation failure is
+ * counted in ctx->async_lost (ctx never blocks or crashes; the public event
+ * has no field to carry the count). Safe from any thread. */
+void iw_async_raise(struct iw_context *ctx, const struct iw_async_event *ev);
+
+/* Drop the queued events that name element (a CQ, QP or SRQ about to be
+ * destroyed), so the application is never handed a dangling pointer. The
+ * nodes are freed by whichever pop meets them. Returns how many. */
+unsigned iw_async_forget(struct iw_context *ctx, const void *element);
+
+/* For iw_context_free: free every queued event, then clean up ctx->async. */
+void iw_async_cleanup(struct iw_context *ctx);
+
+/* A context without an event loop (tests, tools, fuzzers drive QPs by
+ * hand). NULL with errno on failure. */
+struct iw_context *iw_context_core_new(void);
+void iw_context_core_free(struct iw_context *ctx);
+
+#endif

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Completion queues and completion channels (see cq.h for the lock order).
+ *
+ * Notification follows libibverbs:
+ * - Arming is one-shot. iw_req_notify_cq(cq, 0) fires on the next completion
+ *   added after the call; completions already in the CQ do not fire it, so
+ *   the usual loop is "arm, then poll until empty, then wait".
+ * - Solicited-only arming fires on a completion for a message that carried
+ *   SE, or on any completion whose status is not success (as ibv defines a
+ *   solicited CQE). A NEXT arming is not narrowed by a later solicited one.
+ * - A fired CQ queues its one event node on the channel; if that node is
+ *   still queued when the CQ fires again, the two events coalesce.
+ * - iw_get_cq_event counts the events it hands out; iw_destroy_cq refuses
+ *   (EBUSY) until they are all acked. An event still queued at destroy is
+ *   killed: the channel drops it, and frees the CQ's memory then.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "base/visibility.h"
+
+static struct iw_comp_channel_int *chan_int(struct iw_comp_channel *ch)
+{
+	/* pub is the first member */
+	return (struct iw_comp_channel_int *)ch;
+}
+
+static struct iw_cq *ev_cq(struct iw_evq_node *n)
+{
+	return (struct iw_cq *)((char *)n - offsetof(struct iw_cq, ev));
+}
+
+/* ------------------------------------------------------------ channel */
+
+IW_EXPORT struct iw_comp_channel *iw_create_comp_channel(struct iw_context *ctx)
+{
+	struct iw_comp_channel_int *ch;
+	int rc;
+
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return NULL;
+	rc = iw_evq_init(&ch->q);
+	if (rc) {
+		free(ch);
+		errno = -rc;
+		return NULL;
+	}
+	ch->pub.context = ctx;
+	ch->pub.fd = ch->q.fd;
+	ch->pub.refcnt = 0;
+	atomic_fetch_add(&ctx->num_objs, 1);
+	return &ch->pub;
+}
+
+/* Release for a CQ event node found dead: its CQ was destroyed while the
+ * event was queued and left its memory for us to free. */
+static void cq_release(struct iw_evq_node *n)
+{
+	free(ev_cq(n));
+}
+
+IW_EXPORT int iw_destroy_comp_channel(struct iw_comp_channel *channel)
+{
+	struct iw_comp_channel_int *ch;
+	int refcnt;
+
+	if (!channel)
+		return 0;
+	ch = chan_int(channel);
+	pthread_mutex_lock(&ch->q.lock);
+	refcnt = ch->pub.refcnt;
+	pthread_mutex_unlock(&ch->q.lock);
+	if (refcnt > 0)
+		return EBUSY;
+	atomic_fetch_sub(&ch->pub.context->num_objs, 1);
+	/* With no CQ left, anything still queued is dead. */
+	iw_evq_drain(&ch->q, cq_release);
+	iw_evq_cleanup(&ch->q);
+	free(ch);
+	return 0;
+}
+
+/* Runs under the channel's lock as the event is unlinked, so destroy (which
+ * checks under the same lock) never sees an event that is neither queued nor
+ * counted. */
+static void cq_take(struct iw_evq_node *n)
+{
+	ev_cq(n)->events_raised++;
+}
+
+IW_EXPORT int iw_get_cq_event(struct iw_comp_channel *channel, struct iw_cq **cq,
+			      void **cq_context)
+{
+	struct iw_evq_node *n;
+	struct iw_cq *c;
+	int rc;
+
+	if (!channel || !cq)
+		return EINVAL;
+	rc = iw_evq_pop_take(&chan_int(channel)->q, &n, cq_release, cq_take);
+	if (rc)
+		return -rc;
+	/* The event is counted and not acked: c cannot be destroyed now. */
+	c = ev_cq(n);
+	*cq = c;
+	if (cq_context)
+		*cq_context = c->cq_context;
+	return 0;
+}
+
+IW_EXPORT void iw_ack_cq_events(struct iw_cq *cq, unsigned int nevents)
+{
+	struct iw_comp_channel_int *ch;
+
+	/* Without a channel no event was ever handed out. */
+	if (!cq || !cq->channel || !nevents)
+		return;
+	ch = chan_int(cq->channel);
+	pthread_mutex_lock(&ch->q.lock);
+	cq->events_acked += nevents;
+	pthread_mutex_unlock(&ch->q.lock);
+}
+
+/* ------------------------------------------------------------ CQ */
+
+IW_EXPORT struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_context,
+				     struct iw_comp_channel *channel, int comp_vector)
+{
+	struct iw_cq *cq;
+	int rc;
+
+	/* One loop delivers every completion: there is no vector to pick. */
+	(void)comp_vector;
+	if (!ctx || cqe < 1 || cqe > IW_CQ_MAX_CQE || (channel && channel->context != ctx)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	cq->ring = calloc((size_t)cqe, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return NULL;
+	}
+	rc = pthread_mutex_init(&cq->lock, NULL);
+	if (rc) {
+		free(cq->ring);
+		free(cq);
+		errno = rc;
+		return NULL;
+	}
+	cq->context = ctx;
+	cq->channel = channel;
+	cq->cq_context = cq_context;
+	cq->cap = (uint32_t)cqe;
+	cq->armed = IW_CQ_UNARMED;
+	atomic_init(&cq->use, 0);
+	if (channel) {
+		pthread_mutex_lock(&chan_int(channel)->q.lock);
+		channel->refcnt++;
+		pthread_mutex_unlock(&chan_int(channel)->q.lock);
+	}
+	atomic_fetch_add(&ctx->num_objs, 1);
+	return cq;
+}
+
+static void cq_teardown(struct iw_cq *cq)
+{
+	atomic_fetch_sub(&cq->context->num_objs, 1);
+	pthread_mutex_destroy(&cq->lock);
+	free(cq->ring);
+	cq->ring = NULL;
+}
+
+/* Everything under the channel's lock: the check against events handed out,
+ * the kill of a queued event and the teardown all happen before any pop can
+ * meet the dead node and free the CQ. */
+static int destroy_on_channel(struct iw_cq *cq)
+{
+	struct iw_comp_channel_int *ch = chan_int(cq->channel);
+	bool deferred;
+
+	pthread_mutex_lock(&ch->q.lock);
+	if (cq->events_raised != cq->events_acked) {
+		pthread_mutex_unlock(&ch->q.lock);
+		return EBUSY;
+	}
+	ch->pub.refcnt--;
+	iw_async_forget(cq->context, cq);
+	cq_teardown(cq);
+	deferred = iw_evq_kill_locked(&ch->q, &cq->ev);
+	pthread_mutex_unlock(&ch->q.lock);
+	if (!deferred)
+		free(cq);
+	return 0;
+}
+
+IW_EXPORT int iw_destroy_cq(struct iw_cq *cq)
+{
+	if (!cq)
+		return 0;
+	if (atomic_load(&cq->use) > 0)
+		return EBUSY;
+	if (cq->channel)
+		return destroy_on_channel(cq);
+	iw_async_forget(cq->context, cq);
+	cq_teardown(cq);
+	free(cq);
+	return 0;
+}
+
+IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
+{
+	if (!cq)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	if (!solicited_only)
+		cq->armed = IW_CQ_ARM_NEXT;
+	else if (cq->armed != IW_CQ_ARM_NEXT)
+		cq->armed = IW_CQ_ARM_SOLICITED;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+/* The caller holds cq->lock. Copies n entries from the head, in at most two
+ * runs because the ring wraps. */
+static void ring_take(struct iw_cq *cq, struct iw_wc *out, uint32_t n)
+{
+	uint32_t first = cq->cap - cq->head;
+
+	if (first > n)
+		first = n;
+	memcpy(out, cq->ring + cq->head, first * sizeof(*out));
+	memcpy(out + first, cq->ring, (n - first) * sizeof(*out));
+	cq->head = (cq->head + n) % cq->cap;
+	cq->count -= n;
+}
+
+IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
+{
+	uint32_t n;
+
+	if (!cq || num_entries < 0 || (num_entries > 0 && !wc))
+		return -EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	n = cq->count < (uint32_t)num_entries ? cq->count : (uint32_t)num_entries;
+	if (n) {
+		ring_take(cq, wc, n);
+		/* Below capacity again: the overflow episode is over. */
+		cq->overflow = false;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return (int)n;
+}
+
+/* The caller holds cq->lock and has just added wc: does it fire the arming? */
+static bool fires(struct iw_cq *cq, const struct iw_wc *wc, bool solicited)
+{
+	if (cq->armed == IW_CQ_ARM_NEXT)
+		return true;
+	return cq->armed == IW_CQ_ARM_SOLICITED && (solicited || wc->status != IW_WC_SUCCESS);
+}
+
+static int overflowed(struct iw_cq *cq)
+{
+	bool raise;
+
+	cq->lost++;
+	raise = !cq->overflow;
+	cq->overflow = true;
+	pthread_mutex_unlock(&cq->lock);
+	if (raise) {
+		struct iw_async_event ev = {
+			.event_type = IW_EVENT_CQ_ERR,
+			.element.cq = cq,
+		};
+
+		iw_async_raise(cq->context, &ev);
+	}
+	return -ENOSPC;
+}
+
+int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc, bool solicited)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (cq->count == cq->cap)
+		return overflowed(cq); /* unlocks */
+	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+	cq->count++;
+	if (fires(cq, wc, solicited)) {
+		cq->armed = IW_CQ_UNARMED;
+		/* Lock order cq->lock then the channel's: pushing here keeps
+		 * the event ordered after the completion it announces. */
+		if (cq->channel)
+			iw_evq_push(&chan_int(cq->channel)->q, &cq->ev);
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+uint32_t iw_cq_room(struct iw_cq *cq)
+{
+	uint32_t room;
+
+	pthread_mutex_lock(&cq->lock);
+	room = cq->cap - cq->count;
+	pthread_mutex_unlock(&cq->lock);
+	return room;
+}
+
+/* ------------------------------------------------------------ strings */
+
+IW_EXPORT const char *iw_wc_status_str(enum iw_wc_status status)
+{
+	static const char *const str[] = {
+		[IW_WC_SUCCESS] = "success",
+		[IW_WC_LOC_LEN_ERR] = "local length error",
+		[IW_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IW_WC_LOC_PROT_ERR] = "local protection error",
+		[IW_WC_WR_FLUSH_ERR] = "work request flushed error",
+		[IW_WC_MW_BIND_ERR] = "memory window bind error",
+		[IW_WC_BAD_RESP_ERR] = "bad response error",
+		[IW_WC_LOC_ACCESS_ERR] = "local access error",
+		[IW_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+		[IW_WC_REM_ACCESS_ERR] = "remote access error",
+		[IW_WC_REM_OP_ERR] = "remote operation error",
+		[IW_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+		[IW_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+		[IW_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+		[IW_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+		[IW_WC_REM_ABORT_ERR] = "operation aborted",
+		[IW_WC_INV_EECN_ERR] = "invalid EECN",
+		[IW_WC_INV_EEC_STATE_ERR] = "invalid EEC state",
+		[IW_WC_FATAL_ERR] = "fatal error",
+		[IW_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+		[IW_WC_GENERAL_ERR] = "general error",
+	};
+
+	/* Range-check before indexing: the value may come from anywhere. */
+	if ((unsigned)status >= sizeof(str) / sizeof(str[0]) || !str[status])
+		return "unknown";
+	return str[status];
+}
+
+IW_EXPORT const char *iw_wc_opcode_str(enum iw_wc_opcode op)
+{
+	switch (op) {
+	case IW_WC_SEND:
+		return "send";
+	case IW_WC_RDMA_WRITE:
+		return "RDMA write";
+	case IW_WC_RDMA_READ:
+		return "RDMA read";
+	case IW_WC_COMP_SWAP:
+		return "compare and swap";
+	case IW_WC_FETCH_ADD:
+		return "fetch and add";
+	case IW_WC_BIND_MW:
+		return "bind MW";
+	case IW_WC_LOCAL_INV:
+		return "local invalidate";
+	case IW_WC_REG_MR:
+		return "register MR";
+	case IW_WC_RECV:
+		return "recv";
+	case IW_WC_RECV_RDMA_WITH_IMM:
+		return "recv RDMA with immediate";
+	}
+	return "unknown";
+}

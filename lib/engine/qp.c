@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * QP objects, state transitions, posting, completion and flushing
+ * (qp.h). The wire side lives in qp_tx.c and qp_rx.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+#include "engine/srq.h"
+#include "base/visibility.h"
+#include "engine/wr.h"
+
+IW_EXPORT const char *iw_qp_state_str(enum iw_qp_state s)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+	if ((unsigned)s < sizeof(names) / sizeof(names[0]))
+		return names[s];
+	return "unknown";
+}
+
+IW_EXPORT uint32_t iw_qp_num(const struct iw_qp *qp)
+{
+	return qp ? qp->qp_num : 0;
+}
+
+/* ------------------------------------------------------------ create */
+
+static int cap_valid(const struct iw_qp_init_attr *a)
+{
+	const struct iw_qp_cap *c = &a->cap;
+	if (c->max_send_wr == 0 || c->max_send_wr > IW_MAX_QP_WR)
+		return 0;
+	if (!a->srq && (c->max_recv_wr == 0 || c->max_recv_wr > IW_MAX_QP_WR))
+		return 0;
+	if (c->max_send_sge > IW_MAX_SGE || c->max_recv_sge > IW_MAX_SGE)
+		return 0;
+	return c->max_inline_data <= IW_MAX_INLINE;
+}
+
+/* Ring indexes run freely over 2^32 and pick their slot by modulo: the
+ * slot sequence only stays continuous across the wrap if the ring size
+ * divides 2^32. Capacity is still the requested number of WRs. */
+static uint32_t ring_size(uint32_t n)
+{
+	uint32_t r = 1;
+	while (r < n)
+		r <<= 1;
+	return r;
+}
+
+static int qp_alloc_rings(struct iw_qp *qp)
+{
+	qp->sq_size = ring_size(qp->cap.max_send_wr);
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	if (!qp->sq || iw_wqe_sges_alloc(&qp->sq_sges, qp->sq_size, qp->cap.max_send_sge))
+		return ENOMEM;
+	for (uint32_t i = 0; i < qp->sq_size; i++)
+		iw_wqe_sges_slice(&qp->sq_sges, i, qp->cap.max_send_sge, &qp->sq[i].sge,
+				  &qp->sq[i].sge_ptr, &qp->sq[i].sge_mr);
+	if (!qp->srq) {
+		qp->rq_size = ring_size(qp->cap.max_recv_wr);
+		qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+		if (!qp->rq || iw_wqe_sges_alloc(&qp->rq_sges, qp->rq_size, qp->cap.max_recv_sge))
+			return ENOMEM;
+		for (uint32_t i = 0; i < qp->rq_size; i++)
+			iw_wqe_sges_slice(&qp->rq_sges, i, qp->cap.max_recv_sge, &qp->rq[i].sge,
+					  &qp->rq[i].sge_ptr, &qp->rq[i].sge_mr);
+	}
+	/* The ORQ and IRQ are sized when the connection negotiates ORD and
+	 * IRD (iw_qp_start): most of IW_MAX_ORD_IRD would sit unused. */
+	return 0;
+}
+
+static void qp_free(struct iw_qp *qp)
+{
+	free(qp->sq);
+	free(qp->rq);
+	iw_wqe_sges_free(&qp->sq_sges);
+	iw_wqe_sges_free(&qp->rq_sges);
+	free(qp->orq);
+	free(qp->irq);
+	free(qp->txq);
+	free(qp);
+}
+
+IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr)
+{
+	if (!pd || !attr || !attr->send_cq || !attr->recv_cq || attr->qp_type != IW_QPT_RC ||
+	    (attr->create_flags & ~(uint32_t)IW_QP_CREATE_RFC7306) || !cap_valid(attr)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct iw_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->context = pd->context;
+	qp->pd = pd;
+	qp->send_cq = attr->send_cq;
+	qp->recv_cq = attr->recv_cq;
+	qp->srq = attr->srq;
+	qp->qp_context = attr->qp_context;
+	qp->create_flags = attr->create_flags;
+	qp->sq_sig_all = attr->sq_sig_all != 0;
+	qp->cap = attr->cap;
+	if (qp->cap.max_send_sge == 0)
+		qp->cap.max_send_sge = 1;
+	if (qp->cap.max_recv_sge == 0)
+		qp->cap.max_recv_sge = 1;
+	/* Every QP inlines at least 256 octets (MPI stacks broke at 64). */
+	if (qp->cap.max_inline_data < 256)
+		qp->cap.max_inline_data = 256;
+	if (qp_alloc_rings(qp)) {
+		qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->qp_num = atomic_fetch_add(&pd->context->next_qpn, 1) + 1;
+	qp->max_rd_atomic = qp->max_dest_rd_atomic = 16;
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->state = IW_QPS_RESET;
+	qp->init_attr = *attr;
+	qp->init_attr.cap = qp->cap;
+	atomic_fetch_add(&pd->use, 1);
+	atomic_fetch_add(&qp->send_cq->use, 1);
+	atomic_fetch_add(&qp->recv_cq->use, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->use, 1);
+	return qp;
+}
+
+/* Destroy: the caller (or iw_cm_destroy_qp) has detached the connection.
+ * Outstanding WRs are flushed first so no completion is lost. */
+IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
+{
+	if (!qp)
+		return 0;
+	if (qp->glue)
+		return EBUSY; /* still owned by a CM id: use iw_cm_destroy_qp */
+	pthread_mutex_lock(&qp->lock);
+	/* Unsent Read Responses hold references on their source MRs. */
+	iw_qp_txq_discard_locked(qp);
+	qp->rx_direct_busy = false; /* no glue: nobody is receiving */
+	if (qp->state != IW_QPS_RESET) {
+		qp->state = IW_QPS_ERR;
+		iw_qp_flush_locked(qp);
+	}
+	pthread_mutex_unlock(&qp->lock);
+	atomic_fetch_sub(&qp->pd->use, 1);
+	atomic_fetch_sub(&qp->send_cq->use, 1);
+	atomic_fetch_sub(&qp->recv_cq->use, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->use, 1);
+	/* Queued events must not hand the application a freed QP. */
+	iw_async_forget(qp->context, qp);
+	pthread_mutex_destroy(&qp->lock);
+	qp_free(qp);
+	return 0;
+}
+
+/* ------------------------------------------------------------ modify */
+
+/* Transitions an application may request (rdma-core's table, trimmed to
+ * RC and to what an iWARP QP driven by the CM can do). */
+static bool transition_ok(enum iw_qp_state cur, enum iw_qp_state next)
+{
+	if (next == IW_QPS_ERR || next == IW_QPS_RESET)
+		return true;
+	switch (cur) {
+	case IW_QPS_RESET:
+		return next == IW_QPS_INIT;
+	case IW_QPS_INIT:
+		return next == IW_QPS_INIT || next == IW_QPS_RTR;
+	case IW_QPS_RTR:
+		return next == IW_QPS_RTS;
+	case IW_QPS_RTS:
+		return next == IW_QPS_RTS || next == IW_QPS_SQD;
+	case IW_QPS_SQD:
+		return next == IW_QPS_RTS || next == IW_QPS_SQD;
+	case IW_QPS_SQE:
+		return next == IW_QPS_RTS;
+	default:
+		return false;
+	}
+}
+
+static void reset_locked(struct iw_qp *qp)
+{
+	iw_qp_flush_locked(qp);
+	qp->sq_head = qp->sq_tail = qp->sq_next = 0;
+	qp->rq_head = qp->rq_tail = 0;
+	qp->orq_head = qp->orq_cnt = 0;
+	qp->irq_head = qp->irq_cnt = 0;
+	qp->connected = qp->terminated = false;
+	qp->rtr_wait = qp->rtr_pending = qp->rtr_read_resp = qp->rtr_read_sent = false;
+	qp->wake_pending = false;
+	qp->tx_cur = IW_TX_NONE;
+	qp->rx_direct_busy = false;
+	qp->term = 0;
+	qp->term_from_peer = false;
+	memset(&qp->in, 0, sizeof(qp->in));
+}
+
+static int modify_locked(struct iw_qp *qp, struct iw_qp_attr *attr, int mask)
+{
+	if (mask & IW_QP_CUR_STATE && attr->cur_qp_state != qp->state)
+		return EINVAL;
+	if (mask & IW_QP_MAX_QP_RD_ATOMIC) {
+		if (attr->max_rd_atomic > IW_MAX_ORD_IRD)
+			return EINVAL;
+		qp->max_rd_atomic = attr->max_rd_atomic;
+	}
+	if (mask & IW_QP_MAX_DEST_RD_ATOMIC) {
+		if (attr->max_dest_rd_atomic > IW_MAX_ORD_IRD)
+			return EINVAL;
+		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	}
+	if (mask & IW_QP_ACCESS_FLAGS)
+		qp->access_flags = attr->qp_access_flags;
+	if (!(mask & IW_QP_STATE))
+		return 0;
+	if (!transition_ok(qp->state, attr->qp_state))
+		return EINVAL;
+	if (attr->qp_state == IW_QPS_ERR) {
+		iw_qp_set_error_locked(qp);
+		return 0;
+	}
+	if (attr->qp_state == IW_QPS_RESET) {
+		if (qp->connected)
+			return EBUSY; /* disconnect first */
+		reset_locked(qp);
+	}
+	bool to_sqd = attr->qp_state == IW_QPS_SQD && qp->state != IW_QPS_SQD;
+	qp->state = attr->qp_state;
+	if (to_sqd) {
+		qp->sqd_pending = true;
+		iw_qp_check_drained_locked(qp);
+	} else if (attr->qp_state == IW_QPS_RTS) {
+		qp->events |= IW_QPE_TX; /* back from SQD: resume sending */
+	}
+	return 0;
+}
+
+IW_EXPORT int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask)
+{
+	if (!qp || !attr)
+		return EINVAL;
+	if (attr_mask & ~(IW_QP_STATE | IW_QP_CUR_STATE | IW_QP_ACCESS_FLAGS |
+			  IW_QP_MAX_QP_RD_ATOMIC | IW_QP_MAX_DEST_RD_ATOMIC))
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	int rc = modify_locked(qp, attr, attr_mask);
+	pthread_mutex_unlock(&qp->lock);
+	if (!rc && qp->wake && (qp->events & (IW_QPE_ERROR | IW_QPE_TX)))
+		qp->wake(qp);
+	return rc;
+}
+
+IW_EXPORT int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask,
+			  struct iw_qp_init_attr *init_attr)
+{
+	(void)attr_mask; /* everything is cheap to report */
+	if (!qp || !attr)
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = attr->cur_qp_state = qp->state;
+	attr->qp_access_flags = qp->access_flags;
+	attr->cap = qp->cap;
+	attr->max_rd_atomic = qp->connected ? (uint8_t)qp->conn.ord : qp->max_rd_atomic;
+	attr->max_dest_rd_atomic = qp->connected ? (uint8_t)qp->conn.ird : qp->max_dest_rd_atomic;
+	if (init_attr)
+		*init_attr = qp->init_attr;
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------ completion */
+
+static enum iw_wc_opcode wc_opcode(enum iw_wr_opcode op)
+{
+	switch (op) {
+	case IW_WR_RDMA_WRITE:
+	case IW_WR_RDMA_WRITE_WITH_IMM:
+		return IW_WC_RDMA_WRITE;
+	case IW_WR_RDMA_READ:
+		return IW_WC_RDMA_READ;
+	case IW_WR_ATOMIC_CMP_AND_SWP:
+		return IW_WC_COMP_SWAP;
+	case IW_WR_ATOMIC_FETCH_AND_ADD:
+		return IW_WC_FETCH_ADD;
+	case IW_WR_LOCAL_INV:
+		return IW_WC_LOCAL_INV;
+	case IW_WR_REG_MR:
+		return IW_WC_REG_MR;
+	case IW_WR_BIND_MW:
+		return IW_WC_BIND_MW;
+	default:
+		return IW_WC_SEND;
+	}
+}
+
+static void complete_swqe(struct iw_qp *qp, struct iw_swqe *w)
+{
+	/* Errors are always reported, successes only when signaled. */
+	bool report = w->signaled || w->status != IW_WC_SUCCESS;
+	struct iw_wc wc = {
+		.wr_id = w->wr_id,
+		.status = w->status,
+		.opcode = wc_opcode(w->opcode),
+		.vendor_err = w->vendor_err,
+		.byte_len = (uint32_t)w->len,
+		.qp_num = qp->qp_num,
+	};
+	/* MR references go before the completion is visible: an application
+	 * that polled it may deregister the memory at once. */
+	iw_swqe_release(w);
+	if (report)
+		iw_cq_push(qp->send_cq, &wc, false);
+}
+
+/* Complete WQEs from the head while they are done: the SQ completes in
+ * posting order whatever finishes first (a Send after a Read waits). */
+void iw_qp_complete_sq_locked(struct iw_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+		if (!w->done)
+			break;
+		complete_swqe(qp, w);
+		qp->sq_head++;
+	}
+	iw_qp_check_drained_locked(qp);
+}
+
+/* SQD reached its point: every WQE started before the transition is
+ * complete and nothing is half sent. Raised once per transition. */
+void iw_qp_check_drained_locked(struct iw_qp *qp)
+{
+	if (qp->state != IW_QPS_SQD || !qp->sqd_pending || qp->tx_cur != IW_TX_NONE ||
+	    qp->sq_head != qp->sq_next)
+		return;
+	qp->sqd_pending = false;
+	struct iw_async_event ev = {.event_type = IW_EVENT_SQ_DRAINED};
+	ev.element.qp = qp;
+	iw_async_raise(qp->context, &ev);
+}
+
+static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w)
+{
+	struct iw_wc wc = {
+		.wr_id = w->wr_id,
+		.status = IW_WC_WR_FLUSH_ERR,
+		.opcode = IW_WC_RECV,
+		.vendor_err = qp->term,
+		.qp_num = qp->qp_num,
+	};
+	iw_rwqe_release(w); /* before the completion is visible */
+	iw_cq_push(qp->recv_cq, &wc, false);
+}
+
+/* The receive side: the message being received, then the RQ, in order.
+ * Nothing on the transmit queue points into receive WQEs, so this runs as
+ * soon as the QP is in ERR, unless the glue may be receiving into the
+ * current destination (rx_direct_busy). */
+void iw_qp_flush_rq_locked(struct iw_qp *qp)
+{
+	if (qp->rx_direct_busy)
+		return; /* iw_qp_rx_direct_settle_locked runs it */
+	if (qp->in.mr) {
+		iw_mem_put(qp->in.mr);
+		qp->in.mr = NULL;
+	}
+	/* A Read Request or atomic checked at its header whose segment never
+	 * ended (CRC error, connection lost) still holds its source MR. */
+	if (qp->in.irqe.mr) {
+		iw_mem_put(qp->in.irqe.mr);
+		qp->in.irqe.mr = NULL;
+	}
+	if (qp->in.have_rwqe) {
+		flush_rwqe(qp, qp->in.rwqe);
+		qp->in.have_rwqe = false;
+	}
+	while (qp->rq_head != qp->rq_tail) {
+		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size]);
+		qp->rq_head++;
+	}
+}
+
+void iw_qp_rx_direct_settle_locked(struct iw_qp *qp)
+{
+	if (!qp->rx_direct_busy)
+		return;
+	qp->rx_direct_busy = false;
+	if (qp->state == IW_QPS_ERR)
+		iw_qp_flush_rq_locked(qp);
+}
+
+/* Flush everything outstanding, in order: the SQ from its head (WQEs that
+ * finished keep their status: a Send already written behind an unanswered
+ * Read reports success), the IRQ's references, then the receive side.
+ * Each WQE completes exactly once. Must not run while the transmit queue
+ * still points into WQE memory. */
+void iw_qp_flush_locked(struct iw_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+		if (!w->done) {
+			w->status = IW_WC_WR_FLUSH_ERR;
+			w->vendor_err = qp->term;
+		}
+		complete_swqe(qp, w);
+		qp->sq_head++;
+	}
+	qp->sq_next = qp->sq_tail;
+	qp->tx_cur = IW_TX_NONE;
+	qp->orq_cnt = 0;
+	while (qp->irq_cnt) {
+		iw_mem_put(qp->irq[qp->irq_head % qp->irq_size].mr);
+		qp->irq_head++;
+		qp->irq_cnt--;
+	}
+	iw_qp_flush_rq_locked(qp);
+}
+
+void iw_qp_set_error_locked(struct iw_qp *qp)
+{
+	if (qp->state == IW_QPS_ERR)
+		return;
+	qp->state = IW_QPS_ERR;
+	qp->events |= IW_QPE_ERROR;
+	/* The transmit queue may reference send WQE payload: flush the SQ
+	 * once it is written or discarded (iw_qp_tx_sent / iw_qp_conn_lost);
+	 * the receive side at once. */
+	if (!qp->txq || qp->txq->first == qp->txq->cnt)
+		iw_qp_flush_locked(qp);
+	else
+		iw_qp_flush_rq_locked(qp);
+	if (qp->srq) {
+		/* verbs: the application may now reclaim what it shared. */
+		struct iw_async_event ev = {.event_type = IW_EVENT_QP_LAST_WQE_REACHED};
+		ev.element.qp = qp;
+		iw_async_raise(qp->context, &ev);
+	}
+}
+
+/* ------------------------------------------------------------ posting */
+
+static bool sq_can_post(enum iw_qp_state s)
+{
+	return s == IW_QPS_RTS || s == IW_QPS_SQD || s == IW_QPS_ERR;
+}
+
+static bool flushing_now(const struct iw_qp *qp)
+{
+	return qp->state == IW_QPS_ERR && (!qp->txq || qp->txq->first == qp->txq->cnt);
+}
+
+IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr)
+{
+	int rc = 0;
+
+	if (!qp)
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		if (!sq_can_post(qp->state)) {
+			rc = EINVAL;
+			break;
+		}
+		if (qp->sq_tail - qp->sq_head >= qp->cap.max_send_wr) {
+			rc = ENOMEM;
+			break;
+		}
+		struct iw_swqe *w = &qp->sq[qp->sq_tail % qp->sq_size];
+		rc = iw_swqe_fill(w, qp, wr);
+		if (rc)
+			break;
+		qp->sq_tail++;
+	}
+	/* After an error new WRs complete with flush status at once, in
+	 * order behind the ones already flushed (drain relies on it). */
+	if (flushing_now(qp))
+		iw_qp_flush_locked(qp);
+	else if (qp->connected)
+		qp->events |= IW_QPE_TX;
+	bool wake = qp->wake && (qp->events & (IW_QPE_TX | IW_QPE_ERROR));
+	pthread_mutex_unlock(&qp->lock);
+	if (wake)
+		qp->wake(qp);
+	if (rc && bad_wr)
+		*bad_wr = wr;
+	return rc;
+}
+
+IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr)
+{
+	int rc = 0;
+
+	if (!qp)
+		return EINVAL;
+	if (qp->srq) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		if (qp->state == IW_QPS_RESET) {
+			rc = EINVAL;
+			break;
+		}
+		if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = iw_rwqe_fill(&qp->rq[qp->rq_tail % qp->rq_size], qp->context, qp->pd, wr,
+				  qp->cap.max_recv_sge);
+		if (rc)
+			break;
+		qp->rq_tail++;
+	}
+	/* Receives never wait for the transmit queue: flush them at once. */
+	if (qp->state == IW_QPS_ERR)
+		iw_qp_flush_rq_locked(qp);
+	pthread_mutex_unlock(&qp->lock);
+	if (rc && bad_wr)
+		*bad_wr = wr;
+	return rc;
+}
+
+unsigned iw_qp_take_events(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	unsigned e = qp->events;
+	qp->events = 0;
+	pthread_mutex_unlock(&qp->lock);
+	return e;
+}
+
+/* ------------------------------------------------------------ connection */
+
+/* The CM finished MPA: the QP is in RTS with the negotiated parameters.
+ * Each direction's FPDU stream starts at offset 0 right after the MPA
+ * frames, and every untagged queue's MSN starts at 1 (RFC 5041). */
+/* Size the ORQ and IRQ for the negotiated ORD and IRD (both empty now).
+ * Out of memory leaves the depth at 0: Reads then wait (ORD) or are
+ * refused with a TERMINATE (IRD) instead of overrunning anything. */
+static void size_rd_queues(struct iw_qp *qp)
+{
+	uint32_t n = ring_size(qp->conn.ird ? qp->conn.ird : 1);
+	if (qp->irq_size < n) {
+		free(qp->irq);
+		qp->irq = calloc(n, sizeof(*qp->irq));
+		qp->irq_size = qp->irq ? n : 0;
+	}
+	n = ring_size(qp->conn.ord ? qp->conn.ord : 1);
+	if (qp->orq_size < n) {
+		free(qp->orq);
+		qp->orq = calloc(n, sizeof(*qp->orq));
+		qp->orq_size = qp->orq ? n : 0;
+	}
+	if (qp->conn.ird > qp->irq_size)
+		qp->conn.ird = (uint16_t)qp->irq_size;
+	if (qp->conn.ord > qp->orq_size)
+		qp->conn.ord = (uint16_t)qp->orq_size;
+}
+
+#ifdef IW_FUZZING
+/* Fuzzing builds only (-DIW_FUZZING, never the library): see qp.h. */
+unsigned iw_fuzz_qp_rx_flags = IW_RX_SKIP_CRC;
+#define IW_QP_RX_FLAGS iw_fuzz_qp_rx_flags
+#else
+#define IW_QP_RX_FLAGS 0
+#endif
+
+void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
+{
+	pthread_mutex_lock(&qp->lock);
+	qp->conn = *c;
+	if (qp->conn.ird > IW_MAX_ORD_IRD)
+		qp->conn.ird = IW_MAX_ORD_IRD;
+	if (qp->conn.ord > IW_MAX_ORD_IRD)
+		qp->conn.ord = IW_MAX_ORD_IRD;
+	size_rd_queues(qp);
+	qp->connected = true;
+	qp->terminated = false;
+	qp->fault_crc_nth = 0; /* a fault is armed per connection */
+	qp->state = IW_QPS_RTS;
+	iw_fpdu_tx_init(&qp->ftx, c->crc, c->markers_tx, 0);
+	iw_fpdu_rx_init(&qp->frx, c->crc, c->markers_rx, 0, 0, IW_QP_RX_FLAGS);
+	for (int i = 0; i < 4; i++)
+		qp->tx_msn[i] = qp->rx_msn[i] = 1;
+	qp->rtr_pending = c->p2p && c->initiator;
+	qp->rtr_wait = c->p2p && !c->initiator;
+	if (!c->p2p)
+		qp->events |= IW_QPE_ESTABLISHED;
+	qp->events |= IW_QPE_TX;
+	pthread_mutex_unlock(&qp->lock);
+}

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Queue pairs and the RDMAP/DDP engine behind them (sans-I/O).
+ *
+ * A QP owns its send queue (SQ), receive queue (RQ, or a shared SRQ), the
+ * outstanding-read queue (ORQ, depth ORD) and the inbound read queue (IRQ,
+ * depth IRD), and both FPDU directions of its connection. The engine never
+ * touches a socket: the glue (ev.c, or a test pump) feeds received octets
+ * with iw_qp_rx / the direct-placement pair, takes outbound iovecs with
+ * iw_qp_tx_iov and reports how many octets TCP accepted with iw_qp_tx_sent.
+ *
+ * Locking: qp->lock protects everything below it. Application threads
+ * (post_send/post_recv) and the loop thread (rx/tx) both take it; it is
+ * never held while application code runs. Lock order: qp->lock, then a
+ * CQ's or SRQ's lock, then the STag table's, then an evq's.
+ */
+#ifndef IW_QP_H
+#define IW_QP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "iwarp/verbs.h"
+#include "iwarp/wire.h"
+#include "engine/mem.h"
+
+/* Limits. */
+#define IW_MAX_SGE 16
+#define IW_MAX_INLINE 1024
+#define IW_MAX_QP_WR 16384
+#define IW_MAX_ORD_IRD 128
+
+/* A send WQE. */
+struct iw_swqe {
+	uint64_t wr_id;
+	enum iw_wr_opcode opcode;
+	unsigned flags;      /* IW_SEND_* */
+	bool signaled;
+	uint32_t num_sge;
+	/* Out of line, max_send_sge entries each (iw_wqe_sges): an idle QP
+	 * pays for the SGEs it asked for, not for IW_MAX_SGE. */
+	struct iw_sge *sge;
+	uint8_t **sge_ptr;           /* host pointers from the lkey checks */
+	struct iw_mr_int **sge_mr;   /* references held until completion */
+	uint8_t *inline_buf; /* IW_SEND_INLINE: a private copy */
+	uint64_t len;        /* total payload length */
+	uint32_t imm_or_inv; /* imm_data (network order) or invalidate_rkey */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add, swap;
+	struct iw_mr_int *reg_mr; /* REG_MR */
+	uint32_t reg_key;
+	int reg_access;
+	uint64_t reg_iova, reg_len;
+	void *reg_addr;
+	/* progress */
+	uint64_t sent;       /* payload octets segmented so far */
+	bool tx_done;        /* all FPDUs handed to the tx queue */
+	bool data_done;      /* *_WITH_IMM: the Send/Write part is segmented */
+	bool done;           /* may complete (in order) */
+	enum iw_wc_status status;
+	uint32_t vendor_err;
+};
+
+/* A receive WQE (RQ or SRQ); SGE arrays out of line as for send WQEs. */
+struct iw_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct iw_sge *sge;
+	uint8_t **sge_ptr;
+	struct iw_mr_int **sge_mr;
+	uint64_t len;
+};
+
+/* A receive WQE with room for any number of SGEs: the one a QP is filling,
+ * moved out of its ring (or SRQ) so the slot can be reused at once. */
+struct iw_rwqe_buf {
+	struct iw_rwqe w;
+	struct iw_sge sge[IW_MAX_SGE];
+	uint8_t *ptr[IW_MAX_SGE];
+	struct iw_mr_int *mr[IW_MAX_SGE];
+};
+
+/* The SGE storage behind a ring of n WQEs of max_sge SGEs each. */
+struct iw_wqe_sges {
+	struct iw_sge *sge;
+	uint8_t **ptr;
+	struct iw_mr_int **mr;
+};
+int iw_wqe_sges_alloc(struct iw_wqe_sges *st, uint32_t n, uint32_t max_sge);
+void iw_wqe_sges_free(struct iw_wqe_sges *st);
+/* The slice of st that WQE i of a ring owns (send and receive WQEs alike). */
+void iw_wqe_sges_slice(const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge,
+		       struct iw_sge **sge, uint8_t ***ptr, struct iw_mr_int ***mr);
+/* Move src into dst (dst owns the MR references afterwards; src is left
+ * empty). */
+void iw_rwqe_move(struct iw_rwqe_buf *dst, struct iw_rwqe *src);
+
+/* An RDMA Read Response we owe the peer (IRQ entry). */
+struct iw_irqe {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t len;
+	uint8_t *src;         /* host pointer of the source region */
+	struct iw_mr_int *mr; /* reference held while the response is sent */
+	uint32_t sent;
+	bool atomic;          /* RFC 7306 Atomic Response instead */
+	uint32_t req_id;
+	uint64_t orig;
+};
+
+/* Octets a transmit batch may gather before it is written. */
+#define IW_TXQ_IOV 512
+#define IW_TXQ_HDR (16 * 1024)
+/* Kept free for a TERMINATE, which must always fit. */
+#define IW_TXQ_RESERVE_IOV 8
+#define IW_TXQ_RESERVE_HDR 256
+
+/* Outbound FPDUs gathered for writev. Allocated while there is something to
+ * send and freed when it drains, so an idle QP holds no transmit memory.
+ * Headers, markers and trailers are copied into hdr; payload iovecs point at
+ * registered memory (kept alive by the WQE's MR references). */
+struct iw_txq {
+	struct iovec iov[IW_TXQ_IOV];
+	int cnt, first;          /* iov[first..cnt) unsent */
+	uint8_t hdr[IW_TXQ_HDR];
+	size_t hdr_used;
+	/* completion marks: when total sent passes end, the WQE at sq index
+	 * is transmitted */
+	struct iw_txmark {
+		uint64_t end;         /* when this many octets are written ... */
+		struct iw_mr_int *put; /* ... drop this reference (Read Response) */
+		uint32_t sq_idx;      /* ... and mark this WQE transmitted */
+		bool sq;
+	} mark[IW_TXQ_IOV];
+	int num_mark, first_mark;
+	uint64_t queued, sent;   /* octets */
+};
+
+/* Engine events for the glue (iw_qp_take_events). */
+enum {
+	IW_QPE_ESTABLISHED = 1 << 0, /* responder: the RTR arrived; initiator: RTR sent */
+	IW_QPE_ERROR = 1 << 1,       /* QP entered ERR: flush tx (TERMINATE) then close */
+	IW_QPE_TX = 1 << 2,          /* tx work appeared (posted from any thread) */
+};
+
+/* Connection parameters the CM hands the engine. */
+struct iw_qp_conn {
+	bool initiator;
+	bool p2p;
+	uint8_t rtr;        /* IW_RTR_* */
+	bool crc;
+	bool markers_tx, markers_rx;
+	uint16_t ird, ord;
+	uint32_t mulpdu;    /* from the live MSS */
+	bool peer_siw_term; /* read the peer's TERMINATE with siw's layout */
+};
+
+struct iw_srq;
+
+struct iw_qp {
+	struct iw_context *context;
+	struct iw_pd *pd;
+	struct iw_cq *send_cq, *recv_cq;
+	struct iw_srq *srq;
+	void *qp_context;
+	uint32_t qp_num;
+	uint32_t create_flags;
+	bool sq_sig_all;
+	struct iw_qp_cap cap;
+	struct iw_qp_init_attr init_attr;
+
+	pthread_mutex_t lock;
+	enum iw_qp_state state;
+	int access_flags;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	unsigned events;      /* IW_QPE_* not yet taken by the glue */
+	void *glue;           /* the glue's connection object */
+	void (*wake)(struct iw_qp *qp); /* glue: tx work posted (may be NULL) */
+
+	/* send queue ring: [sq_head, sq_tail) posted, [sq_head, sq_next) started */
+	struct iw_swqe *sq;
+	struct iw_wqe_sges sq_sges, rq_sges;
+	uint32_t sq_size, sq_head, sq_tail, sq_next;
+	/* receive queue ring */
+	struct iw_rwqe *rq;
+	uint32_t rq_size, rq_head, rq_tail;
+
+	/* ORQ: indexes of our Read WQEs awaiting their Read Response, in order */
+	uint32_t *orq;
+	uint32_t orq_size, orq_head, orq_cnt;
+	/* IRQ: Read Responses (and atomic responses) owed */
+	struct iw_irqe *irq;
+	uint32_t irq_size, irq_head, irq_cnt;
+
+	/* connection */
+	bool connected;
+	struct iw_qp_conn conn;
+	bool rtr_wait;        /* responder: nothing goes out before the RTR */
+	bool rtr_pending;     /* initiator: the RTR is the next FPDU */
+	bool rtr_read_resp;   /* owe the zero-length Read Response to a READ RTR */
+	bool wake_pending;    /* a zero-length RDMA Write is to go out (iw_qp_wake) */
+	bool terminated;      /* TERMINATE queued or received: no more FPDUs */
+	struct iw_fpdu_tx ftx;
+	struct iw_fpdu_rx frx;
+	struct iw_txq *txq;
+	uint32_t tx_msn[4];   /* next MSN we send per untagged queue */
+	uint32_t rx_msn[4];   /* next MSN we expect per untagged queue */
+	uint32_t next_req_id; /* RFC 7306 atomic request ids */
+	uint32_t rtr_sink_stag; /* responder: STag of the READ RTR to answer */
+	bool rtr_read_sent;   /* initiator: a zero-length Read Response is due */
+	enum { IW_TX_NONE, IW_TX_SQ, IW_TX_IRQ } tx_cur; /* message mid-segmentation */
+	/* iw_qp_rx_direct handed out a destination the glue may be receiving
+	 * into right now: the receive side's flush (which completes that WQE
+	 * and drops the MR reference) waits for the glue's next engine call. */
+	bool rx_direct_busy;
+	bool flush_pending;   /* ERR reached with octets still queued */
+	bool sqd_pending;     /* SQD entered, SQ_DRAINED not raised yet */
+	/* iw_qp_inject_fault(IW_FAULT_TX_CRC): FPDUs to frame until the one
+	 * whose CRC is corrupted (0: none armed). */
+	uint32_t fault_crc_nth;
+
+	/* inbound message in progress */
+	struct {
+		uint8_t *dst;         /* where the current segment's payload goes */
+		uint64_t dst_len;     /* octets allowed there */
+		struct iw_mr_int *mr; /* reference for a tagged placement */
+		struct iw_rwqe *rwqe; /* untagged Send being received (&wqe) */
+		/* The receive WQE being filled, moved out of the RQ or SRQ ring
+		 * so that its slot can take a new post at once. */
+		struct iw_rwqe_buf wqe;
+		bool have_rwqe;
+		uint64_t msg_len;     /* untagged: octets placed by the message so far */
+		bool skip;            /* zero-length / ignored payload */
+		unsigned op;          /* RDMAP opcode of the segment */
+		unsigned send_op;     /* opcode of the untagged Send in progress */
+		uint32_t mo;          /* untagged: MO of the segment */
+		bool last;
+		struct iw_irqe irqe;  /* Read Request / atomic validated, queued at its end */
+	} in;
+
+	/* error */
+	uint16_t term;        /* TERMINATE sent or received */
+	bool term_from_peer;
+	struct iw_terminate peer_term;
+	const char *err_msg;
+};
+
+/* Engine entry points (lib/engine/qp_*.c). All take qp->lock themselves unless
+ * named _locked. */
+void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c);
+#ifdef IW_FUZZING
+/* Fuzzing builds only: the iw_fpdu_rx_init flags iw_qp_start gives a QP's
+ * receive decoder (IW_RX_SKIP_CRC unless the target clears it), so that
+ * mutated inputs get past the CRC. fuzz/fuzz_qp_rx.c sets it per input. */
+extern unsigned iw_fuzz_qp_rx_flags;
+#endif
+int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed);
+/* Direct placement: up to the returned number of payload octets may be
+ * received straight to *dst, then reported with iw_qp_rx_direct_done. The
+ * destination stays valid (even if another thread moves the QP to ERR)
+ * until the glue's next call into the engine for this QP. */
+size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst);
+int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n);
+/* Outbound octets ready: fills iov (up to cap), returns count (0: nothing). */
+int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap);
+void iw_qp_tx_sent(struct iw_qp *qp, size_t n);
+bool iw_qp_tx_pending(struct iw_qp *qp);
+/* Queue a zero-length RDMA Write (STag 1) at the next message boundary: it
+ * makes a peer that left earlier FPDUs unread look at its socket again
+ * (iw_mpa_opts.wake_ms). Ignored unless the QP is connected and in RTS. */
+void iw_qp_wake(struct iw_qp *qp);
+unsigned iw_qp_take_events(struct iw_qp *qp);
+/* The connection closed (FIN or error from TCP): ERR and flush. */
+void iw_qp_conn_lost(struct iw_qp *qp, bool graceful);
+/* Move to ERR locally: flush everything, no TERMINATE. */
+void iw_qp_set_error_locked(struct iw_qp *qp);
+/* Protocol violation detected: queue TERMINATE term (copying the offending
+ * header when seg is given), raise the async event, go to ERR. */
+void iw_qp_terminate_locked(struct iw_qp *qp, uint16_t term, const struct iw_ddp_seg *seg,
+			    const char *why);
+
+/* Internal helpers shared by the engine files. */
+void iw_qp_sq_progress_locked(struct iw_qp *qp);
+void iw_qp_complete_sq_locked(struct iw_qp *qp);
+void iw_qp_check_drained_locked(struct iw_qp *qp);
+void iw_qp_flush_locked(struct iw_qp *qp);
+/* The receive side only (deferred while rx_direct_busy). */
+void iw_qp_flush_rq_locked(struct iw_qp *qp);
+/* The glue is back in the engine: a direct destination is no longer in
+ * use, and a receive flush that waited for it runs. */
+void iw_qp_rx_direct_settle_locked(struct iw_qp *qp);
+int iw_qp_tx_build_locked(struct iw_qp *qp);
+/* Queue a TERMINATE FPDU with header h (qp_tx.c; room is reserved). */
+int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len);
+/* The DDP and RDMAP headers of a TERMINATE (the whole ULPDU) into h: the
+ * triple, and for DDP/RDMAP errors the offending segment's headers copied
+ * from seg (may be NULL). Returns the length or a negative errno. */
+int iw_term_hdr_build(uint8_t *h, size_t cap, uint16_t term, uint32_t msn,
+		      const struct iw_ddp_seg *seg);
+/* Drop the transmit queue unsent, with the references its marks hold. */
+void iw_qp_txq_discard_locked(struct iw_qp *qp);
+
+#endif

@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The receive side of the engine: each DDP segment the FPDU decoder
+ * announces is checked against QP and memory state before a single payload
+ * octet is placed (ARCHITECTURE.md section 4), then placed straight into
+ * the MR or the posted receive; its completion waits for the good CRC at
+ * the segment's end. Any violation queues the exact TERMINATE (RFC 5040
+ * section 7, RFC 5041 section 7) and moves the QP to ERR.
+ *
+ * Choices the RFCs leave open, and what we do:
+ *  - MSN of an untagged segment other than the one expected: DDP "MSN out
+ *    of range" (1/2/0x03).
+ *  - A Read Request beyond IRD: DDP "MSN out of range" on QN 1 (the IRD is
+ *    the number of QN 1 buffers in RFC 5041's model). siw is known to be
+ *    lax here (interop.md).
+ *  - A Send longer than the posted receive: DDP "message too long"
+ *    (1/2/0x05); siw reports "no buffer" (0x02) instead.
+ *  - Zero-length tagged segments are not validated (interop.md rule 4).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+#include "engine/srq.h"
+#include "engine/wr.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static void wake_tx(struct iw_qp *qp)
+{
+	qp->events |= IW_QPE_TX;
+}
+
+/* The WQE is moved out of its ring (its MR references with it): a slot
+ * left in the ring while being filled could be overwritten by the next
+ * post once the ring looks non-full. The flush finds it via have_rwqe. */
+static uint16_t take_rwqe(struct iw_qp *qp)
+{
+	if (qp->srq) {
+		if (!iw_srq_take(qp->srq, &qp->in.wqe))
+			return IW_TERM_DDP_U_NO_BUF;
+	} else {
+		if (qp->rq_head == qp->rq_tail)
+			return IW_TERM_DDP_U_NO_BUF;
+		iw_rwqe_move(&qp->in.wqe, &qp->rq[qp->rq_head % qp->rq_size]);
+		qp->rq_head++;
+	}
+	qp->in.rwqe = &qp->in.wqe.w;
+	qp->in.have_rwqe = true;
+	qp->in.msg_len = 0;
+	return 0;
+}
+
+static void complete_rwqe(struct iw_qp *qp, enum iw_wc_opcode op, unsigned flags, uint32_t imm,
+			  uint32_t inv)
+{
+	struct iw_rwqe *w = qp->in.rwqe;
+	struct iw_wc wc = {
+		.wr_id = w->wr_id,
+		.status = IW_WC_SUCCESS,
+		.opcode = op,
+		.byte_len = (uint32_t)qp->in.msg_len,
+		.imm_data = imm,
+		.invalidated_rkey = inv,
+		.qp_num = qp->qp_num,
+		.wc_flags = flags,
+	};
+	iw_rwqe_release(w); /* before the completion is visible (dereg may follow) */
+	iw_cq_push(qp->recv_cq, &wc, flags & IW_WC_SOLICITED);
+	qp->in.have_rwqe = false;
+	qp->in.rwqe = NULL;
+}
+
+static bool op_rfc7306(unsigned op)
+{
+	return op >= IW_OP_IMM && op <= IW_OP_ATOMIC_RESP;
+}
+
+static bool op_send(unsigned op)
+{
+	return op == IW_OP_SEND || op == IW_OP_SEND_INV || op == IW_OP_SEND_SE ||
+	       op == IW_OP_SEND_SE_INV;
+}
+
+/* ------------------------------------------------------------ headers */
+
+static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	if (s->payload_len == 0) {
+		/* Zero-length tagged frames are not validated (interop.md). */
+		qp->in.skip = true;
+		return 0;
+	}
+	return iw_mem_check_remote(&qp->context->mem, qp->pd, s->ddp.stag, s->ddp.to,
+				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
+				   &qp->in.dst);
+}
+
+static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	if (qp->rtr_read_sent) {
+		/* The zero-length answer to our READ RTR: responses come in
+		 * request order and the RTR was our first request, whatever
+		 * Reads the application queued behind it. */
+		if (s->payload_len || !iw_ddp_last(&s->ddp))
+			return IW_TERM_RDMAP_OPCODE;
+		qp->in.skip = true;
+		return 0;
+	}
+	if (qp->orq_cnt == 0)
+		return IW_TERM_RDMAP_OPCODE; /* a response nobody asked for */
+	struct iw_swqe *w = &qp->sq[qp->orq[qp->orq_head % qp->orq_size] % qp->sq_size];
+	if (w->opcode != IW_WR_RDMA_READ)
+		return IW_TERM_RDMAP_OPCODE;
+	if (s->payload_len == 0) {
+		qp->in.skip = true;
+		return 0;
+	}
+	/* The sink is our own MR, but the peer chose STag and TO: check them
+	 * like any tagged placement, and against the Read we asked for. */
+	if (s->ddp.stag != w->sge[0].lkey)
+		return IW_TERM_DDP_T_INV_STAG;
+	if (s->ddp.to < w->sge[0].addr ||
+	    s->ddp.to - w->sge[0].addr + s->payload_len > w->sge[0].length)
+		return IW_TERM_DDP_T_BASE_BOUNDS;
+	return iw_mem_check_remote(&qp->context->mem, qp->pd, s->ddp.stag, s->ddp.to,
+				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
+				   &qp->in.dst);
+}
+
+static uint16_t hdr_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	if (s->ddp.msn != qp->rx_msn[IW_QN_SEND])
+		return IW_TERM_DDP_U_MSN_RANGE;
+	if (qp->in.have_rwqe) {
+		if (qp->in.send_op != op)
+			return IW_TERM_RDMAP_OPCODE; /* another message inside this one */
+	} else {
+		uint16_t t = take_rwqe(qp);
+		if (t)
+			return t;
+	}
+	if ((uint64_t)s->ddp.mo + s->payload_len > qp->in.rwqe->len)
+		return IW_TERM_DDP_U_TOO_LONG;
+	qp->in.mo = s->ddp.mo;
+	qp->in.send_op = op;
+	return 0;
+}
+
+static uint16_t hdr_read_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	const struct iw_read_req *r = &s->rdmap.u.read_req;
+	if (s->ddp.msn != qp->rx_msn[IW_QN_READ_REQ])
+		return IW_TERM_DDP_U_MSN_RANGE;
+	if (qp->irq_cnt >= qp->conn.ird || qp->irq_cnt >= qp->irq_size)
+		return IW_TERM_DDP_U_MSN_RANGE;
+	struct iw_irqe *e = &qp->in.irqe;
+	memset(e, 0, sizeof(*e));
+	e->sink_stag = r->sink_stag;
+	e->sink_to = r->sink_to;
+	e->len = r->read_size;
+	if (r->read_size == 0)
+		return 0;
+	return iw_mem_check_remote(&qp->context->mem, qp->pd, r->src_stag, r->src_to,
+				   r->read_size, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP, &e->mr, &e->src);
+}
+
+static uint16_t hdr_atomic_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	const struct iw_atomic_req *a = &s->rdmap.u.atomic_req;
+	int qn = iw_rdmap_opcode_qn(IW_OP_ATOMIC_REQ);
+	if (s->ddp.msn != qp->rx_msn[qn])
+		return IW_TERM_DDP_U_MSN_RANGE;
+	if (qp->irq_cnt >= qp->conn.ird || qp->irq_cnt >= qp->irq_size)
+		return IW_TERM_DDP_U_MSN_RANGE;
+	if (a->to & 7)
+		return IW_TERM_RDMAP_BASE_BOUNDS; /* atomics act on aligned 8 octets */
+	struct iw_irqe *e = &qp->in.irqe;
+	memset(e, 0, sizeof(*e));
+	e->atomic = true;
+	e->req_id = a->req_id;
+	uint16_t t = iw_mem_check_remote(&qp->context->mem, qp->pd, a->stag, a->to, 8,
+					 IW_MEM_REMOTE_ATOMIC, IW_MEM_BY_RDMAP, &e->mr, &e->src);
+	/* An aligned TO is not enough: a fast-reg MR may map it to a host
+	 * address of another alignment, and the 64-bit atomic needs one. */
+	if (!t && ((uintptr_t)e->src & 7)) {
+		iw_mem_put(e->mr);
+		e->mr = NULL;
+		e->src = NULL;
+		t = IW_TERM_RDMAP_BASE_BOUNDS;
+	}
+	return t;
+}
+
+static uint16_t hdr_untagged_simple(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	int qn = iw_rdmap_opcode_qn(op);
+	if (s->ddp.msn != qp->rx_msn[qn])
+		return IW_TERM_DDP_U_MSN_RANGE;
+	if (op == IW_OP_IMM || op == IW_OP_IMM_SE) {
+		if (qp->in.have_rwqe)
+			return IW_TERM_RDMAP_OPCODE;
+		return take_rwqe(qp);
+	}
+	/* Atomic response: ours must be the oldest outstanding request. */
+	if (qp->orq_cnt == 0)
+		return IW_TERM_RDMAP_OPCODE;
+	struct iw_swqe *w = &qp->sq[qp->orq[qp->orq_head % qp->orq_size] % qp->sq_size];
+	if (w->opcode == IW_WR_RDMA_READ)
+		return IW_TERM_RDMAP_OPCODE;
+	return 0;
+}
+
+/* A P2P responder takes exactly the negotiated RTR first (RFC 6581): a
+ * zero-length message of that type, never handed to the application and
+ * consuming no receive. Anything else is TERMINATE LLP 0x07. A READ RTR is
+ * answered before anything else (emit_rtr_read_resp). */
+static uint16_t on_rtr(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	bool last = iw_ddp_last(&s->ddp);
+	bool ok = false;
+	if (qp->conn.rtr == IW_RTR_WRITE)
+		ok = op == IW_OP_WRITE && s->payload_len == 0 && last;
+	else if (qp->conn.rtr == IW_RTR_READ)
+		ok = op == IW_OP_READ_REQ && s->ddp.msn == qp->rx_msn[IW_QN_READ_REQ] &&
+		     s->rdmap.u.read_req.read_size == 0;
+	else if (qp->conn.rtr == IW_RTR_SEND)
+		ok = op == IW_OP_SEND && s->ddp.msn == qp->rx_msn[IW_QN_SEND] &&
+		     s->payload_len == 0 && last;
+	if (!ok)
+		return IW_TERM_LLP_NO_RTR;
+	if (op == IW_OP_READ_REQ) {
+		qp->rtr_read_resp = true;
+		qp->rtr_sink_stag = s->rdmap.u.read_req.sink_stag;
+		qp->rx_msn[IW_QN_READ_REQ]++;
+	} else if (op == IW_OP_SEND) {
+		qp->rx_msn[IW_QN_SEND]++;
+	}
+	qp->rtr_wait = false;
+	qp->events |= IW_QPE_ESTABLISHED;
+	qp->in.op = op;
+	qp->in.skip = true; /* consumed here: nothing to place or complete */
+	wake_tx(qp);
+	return 0;
+}
+
+static uint16_t on_hdr(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	unsigned op = iw_ddp_opcode(&s->ddp);
+	qp->in.skip = false;
+	qp->in.dst = NULL;
+	qp->in.last = iw_ddp_last(&s->ddp);
+	if (op == IW_OP_TERMINATE) {
+		qp->in.op = op;
+		return 0;
+	}
+	if (qp->rtr_wait)
+		return on_rtr(qp, s, op);
+	if (op_rfc7306(op) && !(qp->create_flags & IW_QP_CREATE_RFC7306))
+		return IW_TERM_RDMAP_OPCODE; /* as siw and Chelsio answer them */
+	if (!op_send(op))
+		qp->in.op = op;
+	switch (op) {
+	case IW_OP_WRITE:
+		return hdr_write(qp, s);
+	case IW_OP_READ_RESP:
+		return hdr_read_resp(qp, s);
+	case IW_OP_READ_REQ:
+		return hdr_read_req(qp, s);
+	case IW_OP_ATOMIC_REQ:
+		return hdr_atomic_req(qp, s);
+	case IW_OP_IMM:
+	case IW_OP_IMM_SE:
+	case IW_OP_ATOMIC_RESP:
+		return hdr_untagged_simple(qp, s, op);
+	default: {
+		uint16_t t = hdr_send(qp, s, op);
+		if (!t && !qp->in.skip)
+			qp->in.op = op;
+		return t;
+	}
+	}
+}
+
+/* ------------------------------------------------------------ payload */
+
+static void on_payload(struct iw_qp *qp, const uint8_t *p, size_t n, uint32_t off)
+{
+	if (qp->in.skip || n == 0)
+		return;
+	if (qp->in.dst) {
+		memcpy(qp->in.dst + off, p, n);
+		return;
+	}
+	if (qp->in.have_rwqe && op_send(qp->in.op))
+		iw_rwqe_scatter(qp->in.rwqe, (uint64_t)qp->in.mo + off, p, n);
+}
+
+/* ------------------------------------------------------------ segment end */
+
+static void end_read_resp(struct iw_qp *qp)
+{
+	if (qp->rtr_read_sent) {
+		qp->rtr_read_sent = false;
+		return;
+	}
+	if (!qp->in.last)
+		return;
+	uint32_t idx = qp->orq[qp->orq_head % qp->orq_size];
+	qp->orq_head++;
+	qp->orq_cnt--;
+	qp->sq[idx % qp->sq_size].done = true;
+	iw_qp_complete_sq_locked(qp);
+	wake_tx(qp); /* ORD and fences may open */
+}
+
+static uint16_t end_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	uint64_t end = (uint64_t)qp->in.mo + s->payload_len;
+	if (end > qp->in.msg_len)
+		qp->in.msg_len = end;
+	if (!qp->in.last)
+		return 0;
+	qp->rx_msn[IW_QN_SEND]++;
+	unsigned flags = 0;
+	uint32_t inv = 0;
+	if (op == IW_OP_SEND_SE || op == IW_OP_SEND_SE_INV)
+		flags |= IW_WC_SOLICITED;
+	if (op == IW_OP_SEND_INV || op == IW_OP_SEND_SE_INV) {
+		int t = iw_mem_invalidate(&qp->context->mem, qp->pd, s->ddp.inv_stag, true);
+		if (t)
+			return (uint16_t)t;
+		flags |= IW_WC_WITH_INV;
+		inv = s->ddp.inv_stag;
+	}
+	complete_rwqe(qp, IW_WC_RECV, flags, 0, inv);
+	return 0;
+}
+
+static void end_imm(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	uint32_t imm;
+	memcpy(&imm, s->rdmap.u.imm, 4); /* stays in network order, as verbs */
+	qp->rx_msn[IW_QN_SEND]++;
+	qp->in.msg_len = 0;
+	complete_rwqe(qp, IW_WC_RECV_RDMA_WITH_IMM,
+		      IW_WC_WITH_IMM | (op == IW_OP_IMM_SE ? IW_WC_SOLICITED : 0), imm, 0);
+}
+
+static void queue_irq(struct iw_qp *qp)
+{
+	qp->irq[(qp->irq_head + qp->irq_cnt++) % qp->irq_size] = qp->in.irqe;
+	memset(&qp->in.irqe, 0, sizeof(qp->in.irqe));
+	wake_tx(qp);
+}
+
+static void end_atomic_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	const struct iw_atomic_req *a = &s->rdmap.u.atomic_req;
+	uint64_t *tgt = (uint64_t *)(void *)qp->in.irqe.src;
+	uint64_t old = __atomic_load_n(tgt, __ATOMIC_SEQ_CST);
+	if (a->atomic_op == IW_ATOMIC_FETCH_ADD) {
+		old = __atomic_fetch_add(tgt, a->add_swap, __ATOMIC_SEQ_CST);
+	} else {
+		uint64_t expect = a->compare;
+		__atomic_compare_exchange_n(tgt, &expect, a->add_swap, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+		old = expect;
+	}
+	qp->in.irqe.orig = old;
+	qp->rx_msn[iw_rdmap_opcode_qn(IW_OP_ATOMIC_REQ)]++;
+	queue_irq(qp);
+}
+
+static void end_atomic_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	uint32_t idx = qp->orq[qp->orq_head % qp->orq_size];
+	struct iw_swqe *w = &qp->sq[idx % qp->sq_size];
+	uint64_t v = s->rdmap.u.atomic_resp.orig_value;
+	memcpy(w->sge_ptr[0], &v, sizeof(v));
+	qp->rx_msn[IW_QN_ATOMIC_RESP]++;
+	qp->orq_head++;
+	qp->orq_cnt--;
+	w->done = true;
+	iw_qp_complete_sq_locked(qp);
+	wake_tx(qp);
+}
+
+static void peer_terminate(struct iw_qp *qp, const struct iw_ddp_seg *s, bool parsed)
+{
+	const uint8_t *raw = s->raw_hdr + IW_DDP_UNTAGGED_HDR_LEN;
+	uint16_t t;
+	if (qp->conn.peer_siw_term)
+		t = iw_rdmap_term_siw_code(raw);
+	else
+		t = parsed ? s->rdmap.u.term.term : (uint16_t)(raw[0] << 8 | raw[1]);
+	if (parsed)
+		qp->peer_term = s->rdmap.u.term;
+	qp->term = t;
+	qp->term_from_peer = true;
+	qp->terminated = true;
+	qp->err_msg = "the peer sent TERMINATE";
+	struct iw_async_event ev = {.event_type = IW_EVENT_QP_TERMINATE, .term = t,
+				    .term_from_peer = true};
+	ev.element.qp = qp;
+	iw_async_raise(qp->context, &ev);
+	iw_qp_set_error_locked(qp);
+}
+
+static uint16_t on_end(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	unsigned op = qp->in.op;
+	if (qp->in.mr) {
+		iw_mem_put(qp->in.mr);
+		qp->in.mr = NULL;
+	}
+	if (qp->in.skip && op != IW_OP_READ_RESP)
+		return 0;
+	switch (op) {
+	case IW_OP_WRITE:
+		return 0;
+	case IW_OP_READ_RESP:
+		end_read_resp(qp);
+		return 0;
+	case IW_OP_READ_REQ:
+		qp->rx_msn[IW_QN_READ_REQ]++;
+		queue_irq(qp);
+		return 0;
+	case IW_OP_TERMINATE:
+		peer_terminate(qp, s, true);
+		return 0;
+	case IW_OP_IMM:
+	case IW_OP_IMM_SE:
+		end_imm(qp, s, op);
+		return 0;
+	case IW_OP_ATOMIC_REQ:
+		end_atomic_req(qp, s);
+		return 0;
+	case IW_OP_ATOMIC_RESP:
+		end_atomic_resp(qp, s);
+		return 0;
+	default:
+		return end_send(qp, s, op);
+	}
+}
+
+/* ------------------------------------------------------------ feeding */
+
+static bool rx_live(const struct iw_qp *qp)
+{
+	return qp->connected && !qp->terminated && qp->state != IW_QPS_ERR;
+}
+
+/* Errors found in a DDP or RDMAP header that arrived whole: the header can
+ * be copied into the TERMINATE (RFC 5040 section 4.8) so the peer sees
+ * which segment failed. Framing errors (length, CRC, markers) copy nothing. */
+static bool header_error(enum iw_wire_err e)
+{
+	switch (e) {
+	case IW_WERR_DDP_T_VERSION:
+	case IW_WERR_DDP_U_VERSION:
+	case IW_WERR_DDP_QN:
+	case IW_WERR_RDMAP_VERSION:
+	case IW_WERR_RDMAP_OPCODE:
+	case IW_WERR_RDMAP_NOT_LAST:
+	case IW_WERR_RDMAP_ATOMIC_OP:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A decoder error. A Terminate whose body our strict parser refuses (siw
+ * writes M/D/R in other bit positions) is still the peer's TERMINATE. */
+static void decoder_error(struct iw_qp *qp, int rc)
+{
+	const struct iw_ddp_seg *s = &qp->frx.seg;
+	if (rc == -EPROTO && qp->frx.err == IW_WERR_RDMAP_TERM &&
+	    s->raw_hdr_len >= IW_DDP_UNTAGGED_HDR_LEN + 2 &&
+	    (s->raw_hdr[1] & IW_RDMAP_OPMASK) == IW_OP_TERMINATE) {
+		peer_terminate(qp, s, false);
+		return;
+	}
+	uint16_t t = rc == -EBADMSG ? IW_TERM_LLP_CRC : qp->frx.err_term;
+	bool copy = rc == -EPROTO && header_error(qp->frx.err);
+	iw_qp_terminate_locked(qp, t, copy ? s : NULL, iw_wire_err_str(qp->frx.err));
+}
+
+static void handle(struct iw_qp *qp, const struct iw_rx_event *ev)
+{
+	uint16_t t = 0;
+	switch (ev->kind) {
+	case IW_RX_SEG_HDR:
+		t = on_hdr(qp, ev->seg);
+		break;
+	case IW_RX_PAYLOAD:
+		on_payload(qp, ev->data, ev->len, ev->off);
+		break;
+	case IW_RX_SEG_END:
+		t = on_end(qp, ev->seg);
+		break;
+	}
+	if (t)
+		iw_qp_terminate_locked(qp, t, ev->seg, iw_term_str(t));
+}
+
+int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed)
+{
+	size_t total = 0;
+	pthread_mutex_lock(&qp->lock);
+	iw_qp_rx_direct_settle_locked(qp);
+	while (total < len && rx_live(qp)) {
+		struct iw_rx_event ev;
+		size_t used = 0;
+		int rc = iw_fpdu_rx_next(&qp->frx, &ev, in + total, len - total, &used);
+		total += used;
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			decoder_error(qp, rc);
+			break;
+		}
+		handle(qp, &ev);
+	}
+	/* After an error the rest of the stream is read and dropped. */
+	if (!rx_live(qp))
+		total = len;
+	*consumed = total;
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+/* Where the next payload octets may be received directly: the tagged
+ * destination, or the span of the receive WQE at the current offset. */
+size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&qp->lock);
+	iw_qp_rx_direct_settle_locked(qp);
+	size_t d = rx_live(qp) ? iw_fpdu_rx_direct_len(&qp->frx) : 0;
+	uint32_t off = qp->frx.payload_done;
+	if (d && !qp->in.skip) {
+		if (qp->in.dst) {
+			*dst = qp->in.dst + off;
+			n = d;
+		} else if (qp->in.have_rwqe && op_send(qp->in.op)) {
+			uint64_t span = iw_rwqe_span(qp->in.rwqe, (uint64_t)qp->in.mo + off, dst);
+			n = span < d ? (size_t)span : d;
+		}
+	}
+	qp->rx_direct_busy = n > 0;
+	pthread_mutex_unlock(&qp->lock);
+	return n;
+}
+
+int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n)
+{
+	uint8_t *dst = NULL;
+	pthread_mutex_lock(&qp->lock);
+	uint32_t off = qp->frx.payload_done;
+	if (qp->in.dst)
+		dst = qp->in.dst + off;
+	else if (qp->in.have_rwqe)
+		iw_rwqe_span(qp->in.rwqe, (uint64_t)qp->in.mo + off, &dst);
+	int rc = dst ? iw_fpdu_rx_direct_done(&qp->frx, dst, n) : -EINVAL;
+	iw_qp_rx_direct_settle_locked(qp);
+	pthread_mutex_unlock(&qp->lock);
+	return rc;
+}

@@ -1,0 +1,643 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The transmit side of the engine: DDP segmentation of send WQEs and Read
+ * Responses into FPDUs no larger than MULPDU, gathered into one transmit
+ * queue that the glue hands to writev in one call. Payload iovecs point at
+ * registered memory; only headers, markers and trailers are copied.
+ *
+ * Ordering (RFC 5040 section 5.5 and siw's receive rules): messages go out
+ * whole; a Read Response may go between two send-queue messages but never
+ * inside one, and send-queue messages start in posting order. A FENCEd WR
+ * waits for earlier Reads and atomics; a Read waits while ORD are in flight.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+#include "wire/mpa_tx.h"
+#include "base/visibility.h"
+#include "engine/wr.h"
+
+/* Zero-length tagged frames never carry STag 0 (Chelsio drops them); siw
+ * uses 1 for its RTRs and so do we. */
+#define IW_RTR_STAG 1u
+
+static struct iw_txq *txq_get(struct iw_qp *qp)
+{
+	/* Not calloc: the arrays are large and only the counters need to
+	 * start at zero (zeroing 48 KiB per burst showed in profiles). */
+	if (!qp->txq) {
+		qp->txq = malloc(sizeof(*qp->txq));
+		if (qp->txq) {
+			struct iw_txq *q = qp->txq;
+			q->cnt = q->first = q->num_mark = q->first_mark = 0;
+			q->hdr_used = 0;
+			q->queued = q->sent = 0;
+		}
+	}
+	return qp->txq;
+}
+
+static bool txq_empty(const struct iw_txq *q)
+{
+	return !q || q->first == q->cnt;
+}
+
+/* Worst case of one FPDU of ulpdu octets with n payload pieces. */
+static void fpdu_need(const struct iw_qp *qp, size_t ulpdu, int n, int *iov, size_t *hdr)
+{
+	int markers = qp->ftx.markers ? (int)((ulpdu + 7) / IW_MARKER_GAP) + 2 : 0;
+	*iov = n + 3 + 2 * markers;
+	*hdr = 2 + IW_FPDU_HDR_MAX + 7 + (size_t)markers * IW_MPA_MARKER_LEN;
+}
+
+static bool txq_room(const struct iw_qp *qp, size_t ulpdu, int n, bool reserve)
+{
+	const struct iw_txq *q = qp->txq;
+	int need_iov;
+	size_t need_hdr;
+	fpdu_need(qp, ulpdu, n, &need_iov, &need_hdr);
+	if (reserve) {
+		need_iov += IW_TXQ_RESERVE_IOV;
+		need_hdr += IW_TXQ_RESERVE_HDR;
+	}
+	return q->cnt + need_iov <= IW_TXQ_IOV && q->hdr_used + need_hdr <= IW_TXQ_HDR &&
+	       q->num_mark < IW_TXQ_IOV;
+}
+
+/* Append one iovec; octets inside the encoder's scratch are copied into
+ * the queue's header area and merged with the previous copied piece. */
+static void txq_append(struct iw_txq *q, const struct iovec *v, const void *scratch,
+		       size_t scratch_len)
+{
+	const uint8_t *b = v->iov_base;
+	const uint8_t *s = scratch;
+	if (v->iov_len == 0)
+		return;
+	if (b >= s && b < s + scratch_len) {
+		uint8_t *dst = q->hdr + q->hdr_used;
+		memcpy(dst, b, v->iov_len);
+		q->hdr_used += v->iov_len;
+		struct iovec *last = q->cnt > q->first ? &q->iov[q->cnt - 1] : NULL;
+		if (last && (uint8_t *)last->iov_base + last->iov_len == dst) {
+			last->iov_len += v->iov_len;
+			return;
+		}
+		q->iov[q->cnt].iov_base = dst;
+	} else {
+		q->iov[q->cnt].iov_base = v->iov_base;
+	}
+	q->iov[q->cnt].iov_len = v->iov_len;
+	q->cnt++;
+}
+
+/* IW_FAULT_TX_CRC: invert the CRC field, so that it cannot match what the
+ * receiver computes over the same octets. The field is the 4 octets after
+ * the pad in the encoder's tail; the iovecs point there (also when a
+ * marker splits the field) and txq_append copies them from there next. */
+static void corrupt_crc(struct iw_fpdu_out *out)
+{
+	unsigned pad = iw_mpa_pad((uint32_t)(out->head[0] << 8 | out->head[1]));
+	for (unsigned i = 0; i < IW_MPA_CRC_LEN; i++)
+		out->tail[pad + i] ^= 0xFF;
+}
+
+/* Frame one FPDU into the transmit queue (room already checked). */
+static int txq_fpdu(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
+		    const struct iovec *pay, int pay_cnt)
+{
+	struct iw_txq *q = qp->txq;
+	struct iw_fpdu_out out;
+	struct iovec iov[IW_FPDU_IOV_NEED(IW_MAX_SGE, IW_FPDU_MARKERS_MAX)];
+	out.iov = iov;
+	out.iov_cap = (int)(sizeof(iov) / sizeof(iov[0]));
+	int rc = iw_fpdu_encode(&qp->ftx, &out, hdr, hdr_len, pay, pay_cnt);
+	if (rc)
+		return rc;
+	/* Unarmed, fault injection costs this one test per FPDU. */
+	if (qp->fault_crc_nth && --qp->fault_crc_nth == 0)
+		corrupt_crc(&out);
+	for (int i = 0; i < out.iovcnt; i++)
+		txq_append(q, &iov[i], &out, sizeof(out));
+	q->queued += out.wire_len;
+	return 0;
+}
+
+static void txq_mark(struct iw_qp *qp, uint32_t sq_idx, bool sq, struct iw_mr_int *put)
+{
+	struct iw_txq *q = qp->txq;
+	struct iw_txmark *m = &q->mark[q->num_mark++];
+	m->end = q->queued;
+	m->sq_idx = sq_idx;
+	m->sq = sq;
+	m->put = put;
+}
+
+/* ------------------------------------------------------------ headers */
+
+static size_t hdr_tagged(uint8_t *h, unsigned op, bool last, uint32_t stag, uint64_t to)
+{
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(true, last), .rdmap_ctrl = iw_rdmap_ctrl(op)};
+	d.stag = stag;
+	d.to = to;
+	return (size_t)iw_ddp_hdr_build(h, IW_FPDU_HDR_MAX, &d);
+}
+
+static size_t hdr_untagged(struct iw_qp *qp, uint8_t *h, unsigned op, bool last, uint32_t mo,
+			   uint32_t inv_stag)
+{
+	int qn = iw_rdmap_opcode_qn(op);
+	struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, last), .rdmap_ctrl = iw_rdmap_ctrl(op)};
+	d.qn = (uint32_t)qn;
+	d.msn = qp->tx_msn[qn];
+	d.mo = mo;
+	d.inv_stag = inv_stag;
+	if (last)
+		qp->tx_msn[qn]++;
+	return (size_t)iw_ddp_hdr_build(h, IW_FPDU_HDR_MAX, &d);
+}
+
+/* ------------------------------------------------------------ RTR */
+
+/* The RTR of RFC 6581: the initiator's first FPDU, a zero-length message
+ * of the negotiated type; a READ RTR is answered by a zero-length Read
+ * Response, and a responder answers nothing before its RTR arrives. */
+static int emit_rtr(struct iw_qp *qp)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	size_t n;
+	if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+		return -EAGAIN;
+	if (qp->conn.rtr == IW_RTR_WRITE) {
+		n = hdr_tagged(h, IW_OP_WRITE, true, IW_RTR_STAG, 0);
+	} else if (qp->conn.rtr == IW_RTR_READ) {
+		struct iw_read_req r = {.sink_stag = IW_RTR_STAG, .src_stag = IW_RTR_STAG};
+		n = hdr_untagged(qp, h, IW_OP_READ_REQ, true, 0, 0);
+		n += (size_t)iw_rdmap_read_req_build(h + n, sizeof(h) - n, &r);
+		qp->rtr_read_sent = true;
+	} else {
+		n = hdr_untagged(qp, h, IW_OP_SEND, true, 0, 0);
+	}
+	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	if (rc)
+		return rc;
+	qp->rtr_pending = false;
+	qp->events |= IW_QPE_ESTABLISHED;
+	return 0;
+}
+
+static int emit_rtr_read_resp(struct iw_qp *qp)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+		return -EAGAIN;
+	size_t n = hdr_tagged(h, IW_OP_READ_RESP, true, qp->rtr_sink_stag, 0);
+	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	if (!rc)
+		qp->rtr_read_resp = false;
+	return rc;
+}
+
+/* A wake-up (iw_qp_wake) is a WRITE RTR sent again: zero octets, STag 1. */
+static int emit_wake(struct iw_qp *qp)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+		return -EAGAIN;
+	size_t n = hdr_tagged(h, IW_OP_WRITE, true, IW_RTR_STAG, 0);
+	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	if (!rc)
+		qp->wake_pending = false;
+	return rc;
+}
+
+void iw_qp_wake(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	if (qp->connected && !qp->terminated && qp->state == IW_QPS_RTS)
+		qp->wake_pending = true;
+	pthread_mutex_unlock(&qp->lock);
+}
+
+/* ------------------------------------------------------------ IRQ */
+
+static uint32_t max_payload(const struct iw_qp *qp, size_t hdr_len)
+{
+	return qp->conn.mulpdu > hdr_len ? qp->conn.mulpdu - (uint32_t)hdr_len : 1;
+}
+
+static int emit_atomic_resp(struct iw_qp *qp, struct iw_irqe *e)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	struct iw_atomic_resp a = {.req_id = e->req_id, .orig_value = e->orig};
+	size_t n = hdr_untagged(qp, h, IW_OP_ATOMIC_RESP, true, 0, 0);
+	n += (size_t)iw_rdmap_atomic_resp_build(h + n, sizeof(h) - n, &a);
+	return txq_fpdu(qp, h, n, NULL, 0);
+}
+
+/* One segment of the Read Response at the IRQ head. */
+static int emit_irq(struct iw_qp *qp)
+{
+	struct iw_irqe *e = &qp->irq[qp->irq_head % qp->irq_size];
+	uint8_t h[IW_FPDU_HDR_MAX];
+	uint32_t chunk = e->len - e->sent;
+	uint32_t maxp = max_payload(qp, IW_DDP_TAGGED_HDR_LEN);
+	if (chunk > maxp)
+		chunk = maxp;
+	if (!txq_room(qp, IW_DDP_TAGGED_HDR_LEN + chunk, 1, true))
+		return -EAGAIN;
+	int rc;
+	bool last = e->sent + chunk == e->len;
+	if (e->atomic) {
+		rc = emit_atomic_resp(qp, e);
+		last = true;
+	} else {
+		/* A zero-length response never carries STag 0 (interop.md). */
+		uint32_t stag = e->sink_stag || e->len ? e->sink_stag : IW_RTR_STAG;
+		size_t n = hdr_tagged(h, IW_OP_READ_RESP, last, stag, e->sink_to + e->sent);
+		/* A zero-length Read has no source (src NULL): no pointer
+		 * arithmetic on it. */
+		struct iovec pay = {.iov_base = chunk ? e->src + e->sent : NULL, .iov_len = chunk};
+		rc = txq_fpdu(qp, h, n, &pay, chunk ? 1 : 0);
+	}
+	if (rc)
+		return rc;
+	e->sent += chunk;
+	qp->tx_cur = last ? IW_TX_NONE : IW_TX_IRQ;
+	if (last) {
+		/* The source stays referenced until its octets are written. */
+		txq_mark(qp, 0, false, e->mr);
+		qp->irq_head++;
+		qp->irq_cnt--;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ SQ */
+
+static bool is_read_like(enum iw_wr_opcode op)
+{
+	return op == IW_WR_RDMA_READ || op == IW_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IW_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Local operations execute when they reach the front, in order. One that
+ * fails completes with its error and, as any WR completing in error, takes
+ * the QP to ERR (verbs): the WRs behind it may depend on it, so they
+ * flush, and the peer is told with a local catastrophic error. Returns
+ * false then. */
+static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
+{
+	int rc;
+	if (w->opcode == IW_WR_LOCAL_INV)
+		rc = iw_mem_invalidate(&qp->context->mem, qp->pd, w->imm_or_inv, false);
+	else
+		rc = iw_mem_fastreg(&qp->context->mem, qp->pd, w->reg_mr, w->reg_key,
+				    w->reg_access, w->reg_iova, w->reg_len, w->reg_addr);
+	w->tx_done = w->done = true;
+	if (!rc)
+		return true;
+	w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR;
+	w->vendor_err = IW_TERM_RDMAP_CATASTROPHIC;
+	iw_qp_terminate_locked(qp, IW_TERM_RDMAP_CATASTROPHIC, NULL,
+			       "a local work request failed");
+	return false;
+}
+
+static unsigned send_opcode(const struct iw_swqe *w)
+{
+	bool se = w->flags & IW_SEND_SOLICITED;
+	if (w->opcode == IW_WR_SEND_WITH_INV)
+		return se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV;
+	return se ? IW_OP_SEND_SE : IW_OP_SEND;
+}
+
+static int emit_read_req(struct iw_qp *qp, struct iw_swqe *w, uint32_t idx)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	struct iw_read_req r = {
+		.sink_stag = w->sge[0].lkey,
+		.sink_to = w->sge[0].addr,
+		.read_size = w->sge[0].length,
+		.src_stag = w->rkey,
+		.src_to = w->remote_addr,
+	};
+	size_t n = hdr_untagged(qp, h, IW_OP_READ_REQ, true, 0, 0);
+	n += (size_t)iw_rdmap_read_req_build(h + n, sizeof(h) - n, &r);
+	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	if (!rc)
+		qp->orq[(qp->orq_head + qp->orq_cnt++) % qp->orq_size] = idx;
+	return rc;
+}
+
+static int emit_atomic_req(struct iw_qp *qp, struct iw_swqe *w, uint32_t idx)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	struct iw_atomic_req a = {
+		.req_id = qp->next_req_id++,
+		.stag = w->rkey,
+		.to = w->remote_addr,
+		.add_swap_mask = ~0ull,
+		.compare_mask = ~0ull,
+	};
+	if (w->opcode == IW_WR_ATOMIC_FETCH_AND_ADD) {
+		a.atomic_op = IW_ATOMIC_FETCH_ADD;
+		a.add_swap = w->compare_add;
+	} else {
+		a.atomic_op = IW_ATOMIC_CMP_SWAP;
+		a.add_swap = w->swap;
+		a.compare = w->compare_add;
+	}
+	size_t n = hdr_untagged(qp, h, IW_OP_ATOMIC_REQ, true, 0, 0);
+	n += (size_t)iw_rdmap_atomic_req_build(h + n, sizeof(h) - n, &a);
+	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	if (!rc)
+		qp->orq[(qp->orq_head + qp->orq_cnt++) % qp->orq_size] = idx;
+	return rc;
+}
+
+/* RFC 7306 Immediate Data: 8 octets, the 32-bit immediate first. */
+static int emit_imm(struct iw_qp *qp, struct iw_swqe *w)
+{
+	uint8_t h[IW_FPDU_HDR_MAX];
+	unsigned op = (w->flags & IW_SEND_SOLICITED) ? IW_OP_IMM_SE : IW_OP_IMM;
+	size_t n = hdr_untagged(qp, h, op, true, 0, 0);
+	memcpy(h + n, &w->imm_or_inv, 4); /* already in network order */
+	memset(h + n + 4, 0, 4);
+	return txq_fpdu(qp, h, n + IW_RDMAP_IMM_LEN, NULL, 0);
+}
+
+/* One data segment (Send or Write) of w. */
+static int emit_data(struct iw_qp *qp, struct iw_swqe *w)
+{
+	bool tagged = w->opcode == IW_WR_RDMA_WRITE || w->opcode == IW_WR_RDMA_WRITE_WITH_IMM;
+	size_t hl = tagged ? IW_DDP_TAGGED_HDR_LEN : IW_DDP_UNTAGGED_HDR_LEN;
+	uint64_t chunk = w->len - w->sent;
+	uint32_t maxp = max_payload(qp, hl);
+	if (chunk > maxp)
+		chunk = maxp;
+	if (!txq_room(qp, hl + chunk, (int)w->num_sge, true))
+		return -EAGAIN;
+	bool last = w->sent + chunk == w->len;
+	uint8_t h[IW_FPDU_HDR_MAX];
+	size_t n;
+	if (tagged) {
+		uint32_t stag = w->rkey ? w->rkey : (w->len ? 0 : IW_RTR_STAG);
+		n = hdr_tagged(h, IW_OP_WRITE, last, stag, w->remote_addr + w->sent);
+	} else {
+		uint32_t inv = w->opcode == IW_WR_SEND_WITH_INV ? w->imm_or_inv : 0;
+		n = hdr_untagged(qp, h, send_opcode(w), last, (uint32_t)w->sent, inv);
+	}
+	struct iovec pay[IW_MAX_SGE];
+	int cnt = iw_swqe_gather(w, w->sent, chunk, pay, IW_MAX_SGE);
+	int rc = txq_fpdu(qp, h, n, pay, cnt);
+	if (rc)
+		return rc;
+	w->sent += chunk;
+	if (last)
+		w->data_done = true;
+	return 0;
+}
+
+static bool has_imm(const struct iw_swqe *w)
+{
+	return w->opcode == IW_WR_SEND_WITH_IMM || w->opcode == IW_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* Advance the WQE at sq_next by one FPDU. -EAGAIN: blocked (no room, fence,
+ * ORD); 0: progress. */
+static int emit_sq(struct iw_qp *qp)
+{
+	uint32_t idx = qp->sq_next;
+	struct iw_swqe *w = &qp->sq[idx % qp->sq_size];
+	int rc;
+
+	if (qp->tx_cur == IW_TX_NONE) {
+		/* Starting a new WQE: fence and ORD gates. */
+		if ((w->flags & IW_SEND_FENCE) && qp->orq_cnt)
+			return -EAGAIN;
+		if (is_read_like(w->opcode) && qp->orq_cnt >= qp->conn.ord)
+			return -EAGAIN;
+		if (w->opcode == IW_WR_LOCAL_INV || w->opcode == IW_WR_REG_MR) {
+			bool ok = exec_local(qp, w);
+			qp->sq_next++;
+			iw_qp_complete_sq_locked(qp);
+			return ok ? 0 : -EAGAIN;
+		}
+	}
+	if (is_read_like(w->opcode)) {
+		if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+			return -EAGAIN;
+		rc = w->opcode == IW_WR_RDMA_READ ? emit_read_req(qp, w, idx)
+						  : emit_atomic_req(qp, w, idx);
+		if (rc)
+			return rc;
+		w->tx_done = true;
+		qp->sq_next++;
+		return 0;
+	}
+	if (!w->data_done) {
+		rc = emit_data(qp, w);
+		if (rc)
+			return rc;
+		qp->tx_cur = IW_TX_SQ;
+		if (!w->data_done || has_imm(w))
+			return 0;
+	} else {
+		if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+			return -EAGAIN;
+		rc = emit_imm(qp, w);
+		if (rc)
+			return rc;
+	}
+	/* The whole WQE is queued: it completes when its last octet is written. */
+	w->tx_done = true;
+	qp->tx_cur = IW_TX_NONE;
+	txq_mark(qp, idx, true, NULL);
+	qp->sq_next++;
+	return 0;
+}
+
+static int emit_one(struct iw_qp *qp)
+{
+	if (qp->rtr_pending)
+		return emit_rtr(qp);
+	if (qp->rtr_read_resp)
+		return emit_rtr_read_resp(qp);
+	bool sqd = qp->state == IW_QPS_SQD;
+	if (qp->rtr_wait || (qp->state != IW_QPS_RTS && !sqd))
+		return -EAGAIN;
+	/* Between messages only: a tagged frame must not split another. */
+	if (qp->wake_pending && qp->tx_cur == IW_TX_NONE)
+		return emit_wake(qp);
+	/* In SQD the responder side goes on (Read Responses are owed) and a
+	 * message already begun is finished; no new WQE starts. */
+	if (qp->tx_cur == IW_TX_IRQ || (qp->tx_cur == IW_TX_NONE && qp->irq_cnt))
+		return emit_irq(qp);
+	if (qp->sq_next != qp->sq_tail && (!sqd || qp->tx_cur == IW_TX_SQ))
+		return emit_sq(qp);
+	return -EAGAIN;
+}
+
+int iw_qp_tx_build_locked(struct iw_qp *qp)
+{
+	if (!qp->connected || qp->terminated)
+		return 0;
+	if (!txq_get(qp))
+		return -ENOMEM;
+	int rc;
+	while ((rc = emit_one(qp)) == 0)
+		;
+	return rc == -EAGAIN ? 0 : rc;
+}
+
+/* ------------------------------------------------------------ glue side */
+
+int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
+{
+	pthread_mutex_lock(&qp->lock);
+	int rc = iw_qp_tx_build_locked(qp);
+	int n = 0;
+	if (rc == 0 && qp->txq) {
+		struct iw_txq *q = qp->txq;
+		for (int i = q->first; i < q->cnt && n < cap; i++)
+			iov[n++] = q->iov[i];
+	}
+	/* Building found nothing to send: an idle QP holds no queue. */
+	if (txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark) {
+		free(qp->txq);
+		qp->txq = NULL;
+	}
+	pthread_mutex_unlock(&qp->lock);
+	return rc < 0 ? rc : n;
+}
+
+bool iw_qp_tx_pending(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	bool p = !txq_empty(qp->txq);
+	pthread_mutex_unlock(&qp->lock);
+	return p;
+}
+
+static void run_marks(struct iw_qp *qp)
+{
+	struct iw_txq *q = qp->txq;
+	while (q->first_mark < q->num_mark && q->mark[q->first_mark].end <= q->sent) {
+		struct iw_txmark *m = &q->mark[q->first_mark++];
+		if (m->sq)
+			qp->sq[m->sq_idx % qp->sq_size].done = true;
+		iw_mem_put(m->put);
+	}
+}
+
+/* The queue drained: reset it, and free it so an idle QP holds nothing. */
+static void txq_drained(struct iw_qp *qp)
+{
+	free(qp->txq);
+	qp->txq = NULL;
+	if (qp->state == IW_QPS_ERR)
+		iw_qp_flush_locked(qp);
+}
+
+void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
+{
+	pthread_mutex_lock(&qp->lock);
+	struct iw_txq *q = qp->txq;
+	if (!q) {
+		pthread_mutex_unlock(&qp->lock);
+		return;
+	}
+	q->sent += n;
+	while (n && q->first < q->cnt) {
+		struct iovec *v = &q->iov[q->first];
+		if (n < v->iov_len) {
+			v->iov_base = (uint8_t *)v->iov_base + n;
+			v->iov_len -= n;
+			break;
+		}
+		n -= v->iov_len;
+		q->first++;
+	}
+	run_marks(qp);
+	iw_qp_complete_sq_locked(qp);
+	if (q->first == q->cnt)
+		txq_drained(qp);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void iw_qp_txq_discard_locked(struct iw_qp *qp)
+{
+	struct iw_txq *q = qp->txq;
+	if (!q)
+		return;
+	while (q->first_mark < q->num_mark)
+		iw_mem_put(q->mark[q->first_mark++].put);
+	free(q);
+	qp->txq = NULL;
+	/* A message cut short is not resumed: its WQE flushes. */
+	qp->tx_cur = IW_TX_NONE;
+}
+
+/* The connection is gone: queued octets will never be written. Drop their
+ * references and flush. */
+void iw_qp_conn_lost(struct iw_qp *qp, bool graceful)
+{
+	(void)graceful;
+	pthread_mutex_lock(&qp->lock);
+	iw_qp_txq_discard_locked(qp);
+	qp->rx_direct_busy = false; /* whatever it was receiving is over */
+	qp->connected = false;
+	if (qp->state != IW_QPS_ERR)
+		iw_qp_set_error_locked(qp);
+	else
+		iw_qp_flush_locked(qp);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+/* ------------------------------------------------------------ faults */
+
+IW_EXPORT const char *iw_fault_str(enum iw_fault fault)
+{
+	return fault == IW_FAULT_TX_CRC ? "tx-crc" : "unknown";
+}
+
+/* Armed under the QP lock, like posting, so it counts from the next FPDU
+ * framed whichever thread frames it. */
+static int inject_locked(struct iw_qp *qp, uint32_t nth)
+{
+	if (nth == 0) {
+		qp->fault_crc_nth = 0;
+		return 0;
+	}
+	if (!qp->connected || qp->terminated ||
+	    (qp->state != IW_QPS_RTS && qp->state != IW_QPS_SQD))
+		return ENOTCONN;
+	/* Without CRC the field is zero and unchecked: nothing to break. */
+	if (!qp->conn.crc)
+		return EOPNOTSUPP;
+	qp->fault_crc_nth = nth;
+	return 0;
+}
+
+IW_EXPORT int iw_qp_inject_fault(struct iw_qp *qp, enum iw_fault fault, uint32_t nth)
+{
+	if (!qp || fault != IW_FAULT_TX_CRC)
+		return EINVAL;
+	pthread_mutex_lock(&qp->lock);
+	int rc = inject_locked(qp, nth);
+	pthread_mutex_unlock(&qp->lock);
+	return rc;
+}
+
+int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len)
+{
+	if (!txq_get(qp))
+		return -ENOMEM;
+	if (!txq_room(qp, len, 0, false))
+		return -ENOSPC;
+	return txq_fpdu(qp, h, len, NULL, 0);
+}

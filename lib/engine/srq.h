@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Shared receive queues: one ring of receive WQEs that many QPs take from.
+ * A QP copies the WQE it takes (so the ring slot is free at once) and holds
+ * its MR references until the message completes. When the number of WQEs
+ * left falls below an armed limit, IW_EVENT_SRQ_LIMIT_REACHED is raised
+ * once and the limit disarms (verbs semantics).
+ */
+#ifndef IW_SRQ_H
+#define IW_SRQ_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "engine/qp.h"
+
+struct iw_srq {
+	struct iw_context *context;
+	struct iw_pd *pd;
+	void *srq_context;
+	pthread_mutex_t lock;
+	struct iw_rwqe *ring;
+	struct iw_wqe_sges sges;
+	uint32_t size, head, count;
+	uint32_t max_sge;
+	uint32_t limit;  /* 0: disarmed */
+	atomic_int use;  /* QPs attached */
+};
+
+/* Take the oldest WQE into *out. false when the SRQ is empty. */
+bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe_buf *out);
+
+#endif

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The connection manager's private state, shared by cm.c (the API, ids,
+ * events) and cm_conn.c (the socket side: accept, connect, MPA exchange,
+ * data path, close). Everything here runs on the loop thread under the CM
+ * lock (ev.h), except the transmit path, which application threads enter
+ * through iw_cm_conn_tx when they post work.
+ */
+#ifndef IW_CM_INT_H
+#define IW_CM_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "base/evq.h"
+#include "iwarp/cm.h"
+#include "conn/mpa_hs.h"
+#include "engine/qp.h"
+
+struct event;
+struct iw_trace_conn;
+
+struct iw_cm_channel_int {
+	struct iw_cm_channel pub;
+	struct iw_evq q;
+	int num_ids;
+};
+
+enum iw_cm_state {
+	IW_CS_IDLE,
+	IW_CS_LISTEN,
+	IW_CS_CONNECTING,  /* TCP connect in progress */
+	IW_CS_MPA,         /* MPA frames being exchanged */
+	IW_CS_CONNREQ,     /* responder: CONNECT_REQUEST raised, app decides */
+	IW_CS_REPLYING,    /* responder: Reply or Reject being written */
+	IW_CS_RUNNING,     /* FPDUs flow (ESTABLISHED raised once the RTR rules allow) */
+	IW_CS_CLOSING,     /* QP in ERR: writing what is queued, then FIN */
+	IW_CS_CLOSED,
+};
+
+struct iw_cm_id_int {
+	struct iw_cm_id pub;
+	struct iw_cm_channel_int *ch;
+	enum iw_cm_state state;
+	bool bound;
+	int fd;
+	struct event *rd, *wr, *tmo;
+	/* Initiator wake-ups (iw_mpa_opts.wake_ms): timer, next delay, firings
+	 * left; rx_any is set by the first octet from the peer after the
+	 * Reply, tx_any (under txlock) by our first octet sent. */
+	struct event *wake;
+	uint32_t wake_ms;
+	int wake_left;
+	bool rx_any, tx_any;
+	struct iw_mpa_opts opts;
+	struct iw_mpa_hs *hs;       /* only while MPA frames are exchanged */
+	struct iw_qp *qp;
+	bool own_qp;                /* created by iw_cm_create_qp */
+	bool initiator;
+	uint8_t ird, ord;           /* what the application asked for */
+	uint32_t connect_timeout_ms;
+	uint8_t pd[IW_MPA_PD_MAX];  /* connect's private data until the Request is built */
+	uint16_t pd_len;
+	bool established;           /* ESTABLISHED raised */
+	bool fin_sent;
+	bool reject_fail;           /* our Reply is a Reject forced by negotiation */
+	atomic_int unacked;         /* events handed out and not acked */
+	struct iw_cm_id_int *work_next;
+	bool on_work;
+	pthread_mutex_t txlock;
+	atomic_int tx_req;
+	/* pcap trace of this connection (trace.h), NULL when off; set and
+	 * cleared under txlock, as the transmit path reads it there. */
+	struct iw_trace_conn *trace;
+	struct iw_mpa_result res;
+	int backlog;
+	/* Responder ids not yet shown to the application (MPA state) stay
+	 * linked to their listener, which names itself in the CONNECT_REQUEST
+	 * and drops them if it is destroyed first. */
+	struct iw_cm_id_int *listener;
+	struct iw_cm_id_int *children, *child_prev, *child_next;
+};
+
+static inline struct iw_cm_id_int *iw_cm_id_int(struct iw_cm_id *id)
+{
+	return (struct iw_cm_id_int *)id;
+}
+
+/* cm.c */
+struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context);
+void iw_cm_id_release(struct iw_cm_id_int *id);
+/* Link a new responder id to its listener / unlink it (NULL-safe). */
+void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id);
+void iw_cm_child_unlink(struct iw_cm_id_int *id);
+/* Queue an event on id's channel; the helper fills the fields it knows. */
+struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
+				    int status);
+void iw_cm_event_queue(struct iw_cm_id_int *id, struct iw_cm_event *ev);
+/* Copy private data into an event (it lives until the ack). */
+void iw_cm_event_set_pd(struct iw_cm_event *ev, const uint8_t *pd, uint16_t len);
+void iw_cm_raise(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status);
+/* Ask the loop to look at id soon (from any thread). */
+void iw_cm_want_work(struct iw_cm_id_int *id);
+
+/* cm_conn.c (loop thread, CM lock held unless noted) */
+int iw_cm_conn_listen(struct iw_cm_id_int *id);
+int iw_cm_conn_connect(struct iw_cm_id_int *id, const struct sockaddr *dst);
+int iw_cm_conn_accept(struct iw_cm_id_int *id);
+int iw_cm_conn_reject(struct iw_cm_id_int *id, const void *pd, uint16_t len);
+int iw_cm_conn_disconnect(struct iw_cm_id_int *id);
+/* Abortive close and release of every socket resource. */
+void iw_cm_conn_abort(struct iw_cm_id_int *id);
+/* Loop work for id: arm writes, act on engine events. */
+void iw_cm_conn_work(struct iw_cm_id_int *id);
+/* Write what the QP has queued (any thread; never blocks). */
+void iw_cm_conn_tx(struct iw_cm_id_int *id);
+
+#endif

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The libevent loop of a context (ev.h). */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "engine/context.h"
+#include "io/ev.h"
+
+#define BOUNCE_LEN (64 * 1024)
+
+struct iw_ev_cmd {
+	struct iw_ev_cmd *next;
+	int (*fn)(void *);
+	void *arg;
+	int rc;
+	bool done;
+};
+
+struct iw_ev {
+	struct event_base *base;
+	bool own;              /* base and thread are ours */
+	pthread_t thread;
+	bool thread_running;
+	pthread_t loop_tid;    /* any thread reads it: atomic accesses only */
+	pthread_mutex_t big;   /* the CM lock */
+	pthread_mutex_t qlock; /* cmds and stop */
+	pthread_cond_t qcond;
+	struct iw_ev_cmd *cmds, **cmd_tail;
+	bool stop;
+	int num_ids;
+	int kick_fd;
+	struct event *kick_ev;
+	unsigned char bounce[BOUNCE_LEN];
+};
+
+/* The loop thread's id is rewritten by every callback while other threads
+ * ask iw_ev_on_loop: relaxed atomic accesses (a thread only ever compares
+ * it with itself, so no ordering is needed, but a plain access is a data
+ * race). */
+static void set_loop_tid(struct iw_ev *ev, pthread_t t)
+{
+	__atomic_store_n(&ev->loop_tid, t, __ATOMIC_RELAXED);
+}
+
+struct event_base *iw_ev_base(struct iw_context *ctx)
+{
+	return ctx->ev->base;
+}
+
+bool iw_ev_on_loop(struct iw_context *ctx)
+{
+	pthread_t t = __atomic_load_n(&ctx->ev->loop_tid, __ATOMIC_RELAXED);
+	return pthread_equal(pthread_self(), t);
+}
+
+void iw_ev_lock(struct iw_context *ctx)
+{
+	pthread_mutex_lock(&ctx->ev->big);
+}
+
+void iw_ev_unlock(struct iw_context *ctx)
+{
+	pthread_mutex_unlock(&ctx->ev->big);
+}
+
+void iw_ev_enter(struct iw_context *ctx)
+{
+	set_loop_tid(ctx->ev, pthread_self());
+	pthread_mutex_lock(&ctx->ev->big);
+}
+
+void iw_ev_leave(struct iw_context *ctx)
+{
+	pthread_mutex_unlock(&ctx->ev->big);
+}
+
+unsigned char *iw_ev_bounce(struct iw_context *ctx, size_t *len)
+{
+	*len = BOUNCE_LEN;
+	return ctx->ev->bounce;
+}
+
+void iw_ev_kick(struct iw_context *ctx)
+{
+	uint64_t one = 1;
+	/* An eventfd write only fails when the counter would overflow, and
+	 * then a kick is pending anyway. */
+	if (write(ctx->ev->kick_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+static void run_cmds(struct iw_ev *ev)
+{
+	for (;;) {
+		pthread_mutex_lock(&ev->qlock);
+		struct iw_ev_cmd *c = ev->cmds;
+		if (c) {
+			ev->cmds = c->next;
+			if (!ev->cmds)
+				ev->cmd_tail = &ev->cmds;
+		}
+		pthread_mutex_unlock(&ev->qlock);
+		if (!c)
+			return;
+		int rc = c->fn(c->arg);
+		pthread_mutex_lock(&ev->qlock);
+		c->rc = rc;
+		c->done = true;
+		pthread_cond_broadcast(&ev->qcond);
+		pthread_mutex_unlock(&ev->qlock);
+	}
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	struct iw_context *ctx = arg;
+	struct iw_ev *ev = ctx->ev;
+	uint64_t v;
+	(void)what;
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	set_loop_tid(ev, pthread_self());
+	pthread_mutex_lock(&ev->big);
+	run_cmds(ev);
+	iw_cm_loop_work(ctx);
+	pthread_mutex_unlock(&ev->big);
+	pthread_mutex_lock(&ev->qlock);
+	bool stop = ev->stop;
+	pthread_mutex_unlock(&ev->qlock);
+	if (stop)
+		event_base_loopbreak(ev->base);
+}
+
+int iw_ev_call(struct iw_context *ctx, int (*fn)(void *), void *arg)
+{
+	struct iw_ev *ev = ctx->ev;
+	if (iw_ev_on_loop(ctx)) {
+		pthread_mutex_lock(&ev->big);
+		int rc = fn(arg);
+		pthread_mutex_unlock(&ev->big);
+		return rc;
+	}
+	struct iw_ev_cmd c = {.fn = fn, .arg = arg};
+	pthread_mutex_lock(&ev->qlock);
+	*ev->cmd_tail = &c;
+	ev->cmd_tail = &c.next;
+	pthread_mutex_unlock(&ev->qlock);
+	iw_ev_kick(ctx);
+	pthread_mutex_lock(&ev->qlock);
+	while (!c.done)
+		pthread_cond_wait(&ev->qcond, &ev->qlock);
+	pthread_mutex_unlock(&ev->qlock);
+	return c.rc;
+}
+
+static void *loop_main(void *arg)
+{
+	struct iw_context *ctx = arg;
+	struct iw_ev *ev = ctx->ev;
+	for (;;) {
+		event_base_loop(ev->base, EVLOOP_NO_EXIT_ON_EMPTY);
+		pthread_mutex_lock(&ev->qlock);
+		bool stop = ev->stop;
+		pthread_mutex_unlock(&ev->qlock);
+		if (stop)
+			return NULL;
+	}
+}
+
+static int start_thread(struct iw_context *ctx)
+{
+	struct iw_ev *ev = ctx->ev;
+	int rc = pthread_create(&ev->thread, NULL, loop_main, ctx);
+	if (rc)
+		return rc;
+	ev->thread_running = true;
+	set_loop_tid(ev, ev->thread);
+	return 0;
+}
+
+static void ev_free(struct iw_ev *ev)
+{
+	if (ev->kick_ev)
+		event_free(ev->kick_ev);
+	if (ev->kick_fd >= 0)
+		close(ev->kick_fd);
+	if (ev->own && ev->base)
+		event_base_free(ev->base);
+	pthread_mutex_destroy(&ev->big);
+	pthread_mutex_destroy(&ev->qlock);
+	pthread_cond_destroy(&ev->qcond);
+	free(ev);
+}
+
+int iw_ev_init(struct iw_context *ctx, struct event_base *base)
+{
+	struct iw_ev *ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return ENOMEM;
+	pthread_mutex_init(&ev->big, NULL);
+	pthread_mutex_init(&ev->qlock, NULL);
+	pthread_cond_init(&ev->qcond, NULL);
+	ev->cmd_tail = &ev->cmds;
+	set_loop_tid(ev, pthread_self());
+	ev->own = base == NULL;
+	ev->base = base ? base : event_base_new();
+	ev->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ctx->ev = ev;
+	int rc = 0;
+	if (!ev->base || ev->kick_fd < 0)
+		rc = ev->kick_fd < 0 ? errno : ENOMEM;
+	if (!rc) {
+		ev->kick_ev = event_new(ev->base, ev->kick_fd, EV_READ | EV_PERSIST, on_kick, ctx);
+		if (!ev->kick_ev || event_add(ev->kick_ev, NULL))
+			rc = ENOMEM;
+	}
+	if (!rc && ev->own)
+		rc = start_thread(ctx);
+	if (rc) {
+		ev_free(ev);
+		ctx->ev = NULL;
+	}
+	return rc;
+}
+
+void iw_ev_ids_add(struct iw_context *ctx, int delta)
+{
+	pthread_mutex_lock(&ctx->ev->qlock);
+	ctx->ev->num_ids += delta;
+	pthread_mutex_unlock(&ctx->ev->qlock);
+}
+
+int iw_ev_cleanup(struct iw_context *ctx)
+{
+	struct iw_ev *ev = ctx->ev;
+	if (!ev)
+		return 0;
+	pthread_mutex_lock(&ev->qlock);
+	int ids = ev->num_ids;
+	pthread_mutex_unlock(&ev->qlock);
+	if (ids)
+		return EBUSY;
+	if (ev->thread_running) {
+		pthread_mutex_lock(&ev->qlock);
+		ev->stop = true;
+		pthread_mutex_unlock(&ev->qlock);
+		iw_ev_kick(ctx);
+		pthread_join(ev->thread, NULL);
+	}
+	ev_free(ev);
+	ctx->ev = NULL;
+	return 0;
+}
