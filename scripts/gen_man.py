@@ -99,6 +99,22 @@ WIRE_ERRNO = {
     "ENOSPC": "The output buffer is too small.",
 }
 
+# What "Runs on the loop thread" in a comment means: the headers say it once,
+# at the top of cm.h; a page must say it itself (a reader of one page never
+# sees the header's opening comment).
+LOOP_THREAD_RE = re.compile(r"\bRuns on the loop\s+thread\b")
+LOOP_THREAD_NOTE = """
+This call runs on the context's loop thread, where every state change of
+a CM id happens. Called on the loop thread (from the application's own
+event_base callbacks, for instance) it runs inline; called from any other
+thread it is queued to the loop and waits for it. So with an application
+event_base, the loop must be running (dispatched by another thread)
+whenever another thread makes this call, or the call never returns. Until a
+libiwarp callback has run, the loop thread is taken to be the thread that
+created the context; in convenience mode the loop runs on the context's own
+thread.
+"""
+
 # Calls that belong in SEE ALSO before the automatic ones.
 RELATED = {
     "iw_context_new": ["iw_context_free", "iw_alloc_pd", "iw_cm_create_channel"],
@@ -664,8 +680,9 @@ def render_page(f, funcs_by_name, groups, sections):
     if f.inline:
         out.append(".PP")
         out.append(".BR %s ()" % f.name)
-        out.append("is a static inline function defined in the header; it is not a symbol of")
-        out.append("the library.")
+        out.append("is a static inline function defined in")
+        out.append(".IR <iwarp/%s> ;" % f.header)
+        out.append("it is not a symbol of the library.")
     if len(members) > 1:
         names = ["\\fB%s\\fP()" % g.name for g in members]
         out.append(".PP")
@@ -705,6 +722,9 @@ def render_page(f, funcs_by_name, groups, sections):
         else:
             out.append(".I %s" % e.lower())
         out.extend(esc(x) for x in why)
+    if LOOP_THREAD_RE.search(text):
+        out.append(".SH NOTES")
+        out.extend(esc(x) for x in LOOP_THREAD_NOTE.strip().split("\n"))
     ex = EXAMPLES.get(f.name)
     if ex:
         out.append(".SH EXAMPLE")
@@ -773,7 +793,8 @@ defined, so the real libraries can be linked into the same program.""".split("\n
     a(".SS Headers")
     a(".TP")
     a(".I <iwarp/iwarp.h>")
-    a("The umbrella header: includes the three below.")
+    a("The umbrella header: includes <iwarp/verbs.h>, <iwarp/cm.h> and")
+    a("<iwarp/wire.h>.")
     a(".TP")
     a(".I <iwarp/verbs.h>")
     a("Contexts, asynchronous events, PDs and MRs, CQs and completion channels,")

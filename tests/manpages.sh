@@ -9,7 +9,12 @@
 #     without groff);
 #  3. scripts/gen_man.py, run into a temporary directory, reproduces the
 #     committed man/ exactly (skipped without python3), except man/man1:
-#     the programs' pages are hand-written.
+#     the programs' pages are hand-written;
+#  4. no page points at text the reader of that page does not have: header
+#     wording such as "this file", "the top of", "see there", an "above" or
+#     "below" that is not a comparison ("above 512" is fine, "its rule
+#     above" is not), or a file of the source tree that is not installed
+#     (ARCHITECTURE.md, interop.md).
 # Env: IW_SRCDIR (top source dir, default: this script's ..), PYTHON3.
 
 srcdir=${IW_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -72,6 +77,28 @@ if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import sys; sys.exit(sys.versio
 else
 	echo "SKIP: no python3 (PYTHON3='$py'): pages not regenerated"
 fi
+
+# 4. Pages stand on their own. The text of a page, macros and font escapes
+# dropped and lines joined, so that a phrase split over lines is found.
+page_text() {
+	grep -v '^\.\\"' "$1" | sed -e 's/^\.[A-Za-z]* *//' -e 's/\\f[BIRP]//g' \
+		-e 's/\\-/-/g' -e 's/\\(bu//g' -e 's/\\&//g' | tr '\n' ' ' | tr -s ' '
+}
+# A comparison: "above"/"below" followed by a quantity (number, 2^n, an
+# identifier, an acronym) or by what is compared against.
+cmp_ok='^(above|below) (-?[0-9]|0x|2\^|[A-Za-z]*[_0-9][A-Za-z0-9_]*|[A-Z][A-Z]+|what |the |its |our |their |that |a |an |max)'
+for p in "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
+	[ -f "$p" ] || continue
+	t=$(page_text "$p")
+	hits=$(printf '%s\n' "$t" | grep -oiE "this (file|header)|(top|bottom|end) of (this|the) (file|header)|see (there|here)|(described|given|listed|shown|defined|explained|stated|noted) (elsewhere|above|below)|ARCHITECTURE\.md|interop\.md|\.\./[a-z]+/" )
+	refs=$(printf '%s\n' "$t" | grep -oiE "(^|[^A-Za-z0-9_])(above|below)( [^ ]+ ?)?" |
+		sed -E 's/^[^A-Za-z]+//' | grep -viE "$cmp_ok")
+	if [ -z "$hits$refs" ]; then
+		ok
+	else
+		bad "${p#"$srcdir"/} refers to text it does not contain:" $hits $refs
+	fi
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -181,8 +181,7 @@ struct iw_cm_id {
  * Create a CM id on a channel. The id is stored in *out_id, its events are
  * queued on ch, its user_context is stored in id->user_context, and its MPA
  * options start as iw_mpa_opts_default. The id belongs to the application
- * until iw_cm_destroy_id. Runs on the loop thread (see the top of this
- * file).
+ * until iw_cm_destroy_id. Runs on the loop thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:

@@ -744,8 +744,10 @@ struct iw_recv_wr {
  *           negative, above 16 or above what the opcode allows, or sg_list
  *           is NULL with num_sge > 0; an lkey is unknown, invalid or of
  *           another PD; inline data exceeds max_inline_data; the opcode is
- *           BIND_MW, unknown, or needs IW_QP_CREATE_RFC7306; a Read or
- *           atomic breaks its rule above; REG_MR without reg.mr.
+ *           BIND_MW, unknown, or needs IW_QP_CREATE_RFC7306; a Read
+ *           without exactly one SGE, an atomic without one 8-octet SGE
+ *           and an 8-aligned remote_addr, either inline; REG_MR without
+ *           reg.mr.
  *   EACCES  An SGE's MR lacks the right the opcode needs.
  *   EFAULT  An SGE is not inside its MR.
  *   ENOMEM  The send queue is full (max_send_wr WRs not yet completed), or

@@ -232,7 +232,7 @@ int iw_mpa_frame_build(uint8_t *out, size_t cap, const struct iw_mpa_frame *f, s
 #define IW_MPA_CRC_LEN 4
 #define IW_MPA_ULPDU_MAX 65535
 
-/* MULPDU for an effective MSS (RFC 5044 8.1.2; ARCHITECTURE.md):
+/* MULPDU for an effective MSS (RFC 5044 section 8.1.2):
  * markers off: EMSS - (6 + EMSS % 4); on: EMSS - (6 + 4*ceil(EMSS/512) + EMSS % 4).
  * Clamped to IW_MPA_ULPDU_MAX; 0 if EMSS is too small to carry an FPDU. */
 uint32_t iw_mpa_mulpdu(uint32_t emss, bool markers);
