@@ -119,6 +119,7 @@ thread.
 RELATED = {
     "iw_context_new": ["iw_context_free", "iw_alloc_pd", "iw_cm_create_channel"],
     "iw_reg_mr": ["iw_dereg_mr", "iw_post_send", "iw_post_recv"],
+    "iw_alloc_mr": ["iw_inc_rkey", "iw_post_send", "iw_poll_cq", "iw_dereg_mr"],
     "iw_create_cq": ["iw_poll_cq", "iw_req_notify_cq", "iw_get_cq_event", "iw_create_qp"],
     "iw_poll_cq": ["iw_req_notify_cq", "iw_get_cq_event", "iw_ack_cq_events",
                    "iw_wc_status_str", "iw_post_send", "iw_post_recv"],
@@ -211,6 +212,39 @@ struct iw_send_wr *bad;
 int rc = iw_post_send(qp, &wr, &bad);
 if (rc)
 	fprintf(stderr, "iw_post_send: %s\n", strerror(rc));
+""",
+    "iw_alloc_mr": r"""
+/* The initiator of one I/O: the peer may WRITE len octets into buf (zero-
+ * based offsets) until it answers with a Send with Invalidate. */
+struct iw_mr *mr = iw_alloc_mr(pd, 1);		/* once */
+
+uint32_t stag = iw_inc_rkey(mr->rkey);		/* per I/O */
+struct cmd c = {.stag = htonl(stag), .to = 0, .len = htonl(len)};
+struct iw_sge cs = {.addr = (uintptr_t)&c, .length = sizeof(c)};
+struct iw_send_wr send = {.wr_id = 2, .opcode = IW_WR_SEND,
+			  .sg_list = &cs, .num_sge = 1,
+			  .send_flags = IW_SEND_INLINE | IW_SEND_SIGNALED};
+struct iw_send_wr reg = {.wr_id = 1, .opcode = IW_WR_REG_MR,
+			 .next = &send};	/* Send starts after REG_MR ran */
+reg.reg.mr = mr;
+reg.reg.key = stag;
+reg.reg.access = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE;
+reg.reg.iova = 0;
+reg.reg.length = len;
+reg.reg.addr = buf;
+struct iw_send_wr *bad;
+if (iw_post_send(qp, &reg, &bad))
+	return -1;
+
+/* The answer arrives: was the grant revoked by the peer? */
+if (wc.status == IW_WC_SUCCESS && wc.opcode == IW_WC_RECV &&
+    !((wc.wc_flags & IW_WC_WITH_INV) && wc.invalidated_rkey == stag)) {
+	struct iw_send_wr inv = {.wr_id = 3, .opcode = IW_WR_LOCAL_INV,
+				 .send_flags = IW_SEND_SIGNALED};
+	inv.invalidate_rkey = stag;
+	if (iw_post_send(qp, &inv, &bad))	/* mr reusable after */
+		return -1;			/* its completion */
+}
 """,
     "iw_post_recv": r"""
 /* Post a receive before connecting: iWARP has no RNR retry. */

@@ -291,11 +291,51 @@ int iw_dereg_mr(struct iw_mr *mr);
 /*
  * Allocate an MR for fast registration: it gets an STag (lkey == rkey) but
  * stays invalid, with no buffer and no rights, until an IW_WR_REG_MR work
- * request registers it (reg.mr, reg.key, reg.access, reg.iova, reg.length,
- * reg.addr: one contiguous buffer). IW_WR_LOCAL_INV, or a peer's Send with
- * Invalidate when the MR grants a remote right, makes it invalid again;
- * re-register it with a new key (iw_inc_rkey). max_num_sg must be non-zero
- * and is otherwise unused. Free it with iw_dereg_mr.
+ * request registers it (one contiguous buffer). IW_WR_LOCAL_INV, or a
+ * peer's Send with Invalidate when the MR grants a remote right, makes it
+ * invalid again; then it can be registered again, with the next key.
+ * max_num_sg must be non-zero and is otherwise unused. Free it with
+ * iw_dereg_mr.
+ *
+ * One registration, step by step (see EXAMPLE):
+ *  - Post IW_WR_REG_MR with reg.mr the MR; reg.key the whole new STag,
+ *    iw_inc_rkey(mr->rkey) (the 24-bit index must stay the MR's, the low
+ *    8 bits are the new key); reg.addr the local buffer and reg.length its
+ *    size; reg.access the IW_ACCESS_* rights; reg.iova the tagged offset
+ *    of the buffer's first octet: the peer addresses reg.addr[i] as
+ *    reg.iova + i (0 for zero-based offsets, (uintptr_t)reg.addr to do as
+ *    iw_reg_mr does). Local SGEs naming the MR use the same iova-based
+ *    addresses.
+ *  - The REG_MR runs when it reaches the head of the send queue: after the
+ *    WRs posted before it have started, before any WR behind it starts. So
+ *    a Send that hands reg.key to the peer may follow it in the same post.
+ *    mr->lkey and mr->rkey become reg.key when it runs, which may be before
+ *    iw_post_send returns or later on the loop thread: read them after its
+ *    completion, or use the value given as reg.key. A WR that uses the MR
+ *    locally (an RDMA Read into it, a Send from it) is checked when it is
+ *    posted, against the registration in effect then: post such a WR after
+ *    the REG_MR's completion (signal the REG_MR).
+ *  - The peer ends the grant with a Send with Invalidate of the STag: the
+ *    receive completes with IW_WC_WITH_INV in wc_flags and the STag in
+ *    invalidated_rkey, and the MR is invalid already. When the flag is
+ *    missing or names another STag, post IW_WR_LOCAL_INV with
+ *    invalidate_rkey the STag yourself and reuse the MR after its
+ *    completion; invalidating an invalid MR succeeds. From the
+ *    invalidation on, the peer's accesses with the STag fail (TERMINATE
+ *    invalid STag); a segment whose placement had already started still
+ *    lands.
+ *
+ * A REG_MR or LOCAL_INV that fails when it runs is fatal to the QP, as is
+ * every WR that completes with an error: it completes with
+ * IW_WC_LOC_QP_OP_ERR (IW_WC_LOC_PROT_ERR: an MR of another PD), the QP
+ * goes to ERR, the peer gets a TERMINATE (RDMAP catastrophic),
+ * IW_EVENT_QP_FATAL is raised and the WRs behind it flush. REG_MR fails on
+ * an MR that is still valid (invalidate it first), a reg.key with another
+ * index, bad reg.access, reg.length 0, reg.addr NULL or a range that
+ * wraps; LOCAL_INV on an STag that is unknown, stale (an old key), of
+ * another PD, or of an MR made by iw_reg_mr. Only iw_post_send's own
+ * errors, returned when posting, leave the QP alone; for REG_MR it only
+ * checks that reg.mr is set.
  *
  * Returns: the MR, or NULL with errno set.
  * Errors:
@@ -717,6 +757,15 @@ struct iw_recv_wr {
  * and unchanged until the WR completes, and their MRs cannot be
  * deregistered until then. IW_SEND_INLINE copies the data now, without
  * looking at the lkeys (at most the QP's max_inline_data octets).
+ *
+ * Order and IW_SEND_FENCE: the send queue starts WRs strictly in posting
+ * order. A fenced WR waits until every RDMA Read and atomic posted before
+ * it has completed, and so does every WR posted after it, whatever it is
+ * for (head-of-line blocking: one fence stalls all the I/Os that share the
+ * QP behind one Read's round trip). A Read posted while ORD Reads and
+ * atomics are outstanding holds the queue the same way. To make one I/O's
+ * Send wait for that I/O's Read, do not fence: signal the Read and post
+ * the Send when the Read's completion is polled; other I/Os keep flowing.
  *
  * The QP must be in RTS, SQD or ERR (a CM QP reaches RTS when the MPA
  * exchange completes); in ERR the WRs complete with IW_WC_WR_FLUSH_ERR,
