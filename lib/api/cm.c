@@ -15,6 +15,7 @@
 #include "io/cm_int.h"
 #include "engine/context.h"
 #include "io/ev.h"
+#include "engine/qp.h"
 #include "base/visibility.h"
 
 IW_EXPORT const char *iw_cm_event_str(enum iw_cm_event_type ev)
@@ -52,13 +53,13 @@ struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_ty
 	e->pub.event = type;
 	e->pub.id = &id->pub;
 	e->pub.status = status;
-	e->pub.param.responder_resources = (uint8_t)(id->res.ird > 255 ? 255 : id->res.ird);
-	e->pub.param.initiator_depth = (uint8_t)(id->res.ord > 255 ? 255 : id->res.ord);
-	e->pub.mpa_rev = id->res.rev;
-	e->pub.crc = id->res.crc;
-	e->pub.markers_rx = id->res.markers_rx;
-	e->pub.markers_tx = id->res.markers_tx;
-	e->pub.rtr = id->res.rtr;
+	e->pub.param.responder_resources = (uint8_t)(id->conn.res.ird > 255 ? 255 : id->conn.res.ird);
+	e->pub.param.initiator_depth = (uint8_t)(id->conn.res.ord > 255 ? 255 : id->conn.res.ord);
+	e->pub.mpa_rev = id->conn.res.rev;
+	e->pub.crc = id->conn.res.crc;
+	e->pub.markers_rx = id->conn.res.markers_rx;
+	e->pub.markers_tx = id->conn.res.markers_tx;
+	e->pub.rtr = id->conn.res.rtr;
 	e->owner = id;
 	return &e->pub;
 }
@@ -224,7 +225,8 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_con
 	id->pub.user_context = user_context;
 	id->ch = ch;
 	id->fd = -1;
-	iw_mpa_opts_default(&id->opts);
+	iw_conn_init(&id->conn, NULL);
+	id->tmo_at = UINT64_MAX;
 	pthread_mutex_init(&id->txlock, NULL);
 	ch->num_ids++;
 	iw_ev_ids_add(ch->pub.context, 1);
@@ -288,7 +290,6 @@ void iw_cm_id_release(struct iw_cm_id_int *id)
 	kill_events(id);
 	id->ch->num_ids--;
 	iw_ev_ids_add(id->pub.context, -1);
-	free(id->hs);
 	pthread_mutex_destroy(&id->txlock);
 	free(id);
 }
@@ -352,7 +353,7 @@ struct opts_args {
 static int do_set_opts(void *arg)
 {
 	struct opts_args *a = arg;
-	a->id->opts = *a->opts;
+	a->id->conn.opts = *a->opts;
 	return 0;
 }
 
@@ -380,7 +381,7 @@ static socklen_t addr_len(const struct sockaddr *a)
 static int do_bind(void *arg)
 {
 	struct addr_args *a = arg;
-	if (a->id->bound || a->id->state != IW_CS_IDLE)
+	if (a->id->bound || a->id->conn.state != IW_CONN_IDLE)
 		return EINVAL;
 	memcpy(&a->id->pub.local_addr, a->addr, addr_len(a->addr));
 	a->id->bound = true;
@@ -398,7 +399,7 @@ IW_EXPORT int iw_cm_bind_addr(struct iw_cm_id *id, const struct sockaddr *addr)
 static int do_listen(void *arg)
 {
 	struct addr_args *a = arg;
-	if (!a->id->bound || a->id->state != IW_CS_IDLE)
+	if (!a->id->bound || a->id->conn.state != IW_CONN_IDLE)
 		return EINVAL;
 	a->id->backlog = a->backlog;
 	return iw_cm_conn_listen(a->id);
@@ -484,7 +485,7 @@ static int take_param(struct iw_cm_id_int *id, const struct iw_conn_param *p)
 	if (p->mpa) {
 		if (p->mpa->rev != 1 && p->mpa->rev != 2)
 			return EINVAL;
-		id->opts = *p->mpa;
+		id->conn.opts = *p->mpa;
 	}
 	id->pd_len = p->private_data_len;
 	if (id->pd_len)
@@ -501,7 +502,7 @@ static int do_connect(void *arg)
 	struct iw_cm_id_int *id = a->id;
 	if (!id->qp)
 		return EINVAL;
-	if (id->state != IW_CS_IDLE)
+	if (id->conn.state != IW_CONN_IDLE)
 		return EISCONN;
 	int rc = take_param(id, a->param);
 	if (rc)
@@ -524,7 +525,7 @@ static int do_accept(void *arg)
 {
 	struct addr_args *a = arg;
 	struct iw_cm_id_int *id = a->id;
-	if (!id->qp || id->state != IW_CS_CONNREQ)
+	if (!id->qp || id->conn.state != IW_CONN_CONNREQ)
 		return EINVAL;
 	/* The id starts with the listener's options; iw_cm_set_mpa_opts on
 	 * the new id or param->mpa may change the responder's choices (RTR,
@@ -535,7 +536,6 @@ static int do_accept(void *arg)
 		return rc;
 	if (!a->param)
 		id->ird = id->ord = 1;
-	id->hs->opts = id->opts;
 	return iw_cm_conn_accept(id);
 }
 
@@ -556,7 +556,7 @@ struct reject_args {
 static int do_reject(void *arg)
 {
 	struct reject_args *a = arg;
-	if (a->id->state != IW_CS_CONNREQ)
+	if (a->id->conn.state != IW_CONN_CONNREQ)
 		return EINVAL;
 	return iw_cm_conn_reject(a->id, a->pd, a->len);
 }

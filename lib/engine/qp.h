@@ -25,6 +25,7 @@
 #include "iwarp/verbs.h"
 #include "iwarp/wire.h"
 #include "engine/mem.h"
+#include "engine/qp_link.h"
 
 /* Limits. */
 #define IW_MAX_SGE 16
@@ -137,25 +138,6 @@ struct iw_txq {
 	} mark[IW_TXQ_IOV];
 	int num_mark, first_mark;
 	uint64_t queued, sent;   /* octets */
-};
-
-/* Engine events for the glue (iw_qp_take_events). */
-enum {
-	IW_QPE_ESTABLISHED = 1 << 0, /* responder: the RTR arrived; initiator: RTR sent */
-	IW_QPE_ERROR = 1 << 1,       /* QP entered ERR: flush tx (TERMINATE) then close */
-	IW_QPE_TX = 1 << 2,          /* tx work appeared (posted from any thread) */
-};
-
-/* Connection parameters the CM hands the engine. */
-struct iw_qp_conn {
-	bool initiator;
-	bool p2p;
-	uint8_t rtr;        /* IW_RTR_* */
-	bool crc;
-	bool markers_tx, markers_rx;
-	uint16_t ird, ord;
-	uint32_t mulpdu;    /* from the live MSS */
-	bool peer_siw_term; /* read the peer's TERMINATE with siw's layout */
 };
 
 struct iw_srq;
@@ -273,6 +255,12 @@ bool iw_qp_tx_pending(struct iw_qp *qp);
  * (iw_mpa_opts.wake_ms). Ignored unless the QP is connected and in RTS. */
 void iw_qp_wake(struct iw_qp *qp);
 unsigned iw_qp_take_events(struct iw_qp *qp);
+/* The link's locked steps (qp_link.h): one receive batch, and the
+ * QP's events and state taken under one lock. */
+int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st);
+size_t iw_qp_rx_direct_hint(struct iw_qp *qp, uint8_t **dst, uint32_t *seg_len);
+void iw_qp_status_locked(struct iw_qp *qp, struct iw_qp_status *st);
+bool iw_qp_tx_pending_locked(const struct iw_qp *qp);
 /* The connection closed (FIN or error from TCP): ERR and flush. */
 void iw_qp_conn_lost(struct iw_qp *qp, bool graceful);
 /* Move to ERR locally: flush everything, no TERMINATE. */

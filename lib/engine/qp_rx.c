@@ -506,11 +506,10 @@ static void handle(struct iw_qp *qp, const struct iw_rx_event *ev)
 		iw_qp_terminate_locked(qp, t, ev->seg, iw_term_str(t));
 }
 
-int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed)
+/* The octets of one read, through the decoder (qp->lock held). */
+static size_t rx_locked(struct iw_qp *qp, const uint8_t *in, size_t len)
 {
 	size_t total = 0;
-	pthread_mutex_lock(&qp->lock);
-	iw_qp_rx_direct_settle_locked(qp);
 	while (total < len && rx_live(qp)) {
 		struct iw_rx_event ev;
 		size_t used = 0;
@@ -525,19 +524,23 @@ int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed)
 		handle(qp, &ev);
 	}
 	/* After an error the rest of the stream is read and dropped. */
-	if (!rx_live(qp))
-		total = len;
-	*consumed = total;
+	return rx_live(qp) ? total : len;
+}
+
+int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed)
+{
+	pthread_mutex_lock(&qp->lock);
+	iw_qp_rx_direct_settle_locked(qp);
+	*consumed = rx_locked(qp, in, len);
 	pthread_mutex_unlock(&qp->lock);
 	return 0;
 }
 
 /* Where the next payload octets may be received directly: the tagged
  * destination, or the span of the receive WQE at the current offset. */
-size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst)
+static size_t direct_locked(struct iw_qp *qp, uint8_t **dst)
 {
 	size_t n = 0;
-	pthread_mutex_lock(&qp->lock);
 	iw_qp_rx_direct_settle_locked(qp);
 	size_t d = rx_live(qp) ? iw_fpdu_rx_direct_len(&qp->frx) : 0;
 	uint32_t off = qp->frx.payload_done;
@@ -551,14 +554,29 @@ size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst)
 		}
 	}
 	qp->rx_direct_busy = n > 0;
+	return n;
+}
+
+size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst)
+{
+	pthread_mutex_lock(&qp->lock);
+	size_t n = direct_locked(qp, dst);
 	pthread_mutex_unlock(&qp->lock);
 	return n;
 }
 
-int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n)
+size_t iw_qp_rx_direct_hint(struct iw_qp *qp, uint8_t **dst, uint32_t *seg_len)
+{
+	pthread_mutex_lock(&qp->lock);
+	size_t n = direct_locked(qp, dst);
+	*seg_len = qp->frx.seg.payload_len;
+	pthread_mutex_unlock(&qp->lock);
+	return n;
+}
+
+static int direct_done_locked(struct iw_qp *qp, size_t n)
 {
 	uint8_t *dst = NULL;
-	pthread_mutex_lock(&qp->lock);
 	uint32_t off = qp->frx.payload_done;
 	if (qp->in.dst)
 		dst = qp->in.dst + off;
@@ -566,6 +584,27 @@ int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n)
 		iw_rwqe_span(qp->in.rwqe, (uint64_t)qp->in.mo + off, &dst);
 	int rc = dst ? iw_fpdu_rx_direct_done(&qp->frx, dst, n) : -EINVAL;
 	iw_qp_rx_direct_settle_locked(qp);
+	return rc;
+}
+
+int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n)
+{
+	pthread_mutex_lock(&qp->lock);
+	int rc = direct_done_locked(qp, n);
+	pthread_mutex_unlock(&qp->lock);
+	return rc;
+}
+
+int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st)
+{
+	int rc = 0;
+	pthread_mutex_lock(&qp->lock);
+	if (b->placed)
+		rc = direct_done_locked(qp, b->placed);
+	iw_qp_rx_direct_settle_locked(qp);
+	if (b->len)
+		rx_locked(qp, b->in, b->len);
+	iw_qp_status_locked(qp, st);
 	pthread_mutex_unlock(&qp->lock);
 	return rc;
 }

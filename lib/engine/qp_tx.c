@@ -515,10 +515,15 @@ int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
 	return rc < 0 ? rc : n;
 }
 
+bool iw_qp_tx_pending_locked(const struct iw_qp *qp)
+{
+	return !txq_empty(qp->txq);
+}
+
 bool iw_qp_tx_pending(struct iw_qp *qp)
 {
 	pthread_mutex_lock(&qp->lock);
-	bool p = !txq_empty(qp->txq);
+	bool p = iw_qp_tx_pending_locked(qp);
 	pthread_mutex_unlock(&qp->lock);
 	return p;
 }

@@ -15,8 +15,7 @@
 
 #include "base/evq.h"
 #include "iwarp/cm.h"
-#include "conn/mpa_hs.h"
-#include "engine/qp.h"
+#include "conn/conn.h"
 
 struct event;
 struct iw_trace_conn;
@@ -27,44 +26,24 @@ struct iw_cm_channel_int {
 	int num_ids;
 };
 
-enum iw_cm_state {
-	IW_CS_IDLE,
-	IW_CS_LISTEN,
-	IW_CS_CONNECTING,  /* TCP connect in progress */
-	IW_CS_MPA,         /* MPA frames being exchanged */
-	IW_CS_CONNREQ,     /* responder: CONNECT_REQUEST raised, app decides */
-	IW_CS_REPLYING,    /* responder: Reply or Reject being written */
-	IW_CS_RUNNING,     /* FPDUs flow (ESTABLISHED raised once the RTR rules allow) */
-	IW_CS_CLOSING,     /* QP in ERR: writing what is queued, then FIN */
-	IW_CS_CLOSED,
-};
-
 struct iw_cm_id_int {
 	struct iw_cm_id pub;
 	struct iw_cm_channel_int *ch;
-	enum iw_cm_state state;
+	/* The connection (sans-I/O): its state is the id's state. */
+	struct iw_conn conn;
 	bool bound;
+	/* The pump's part: the socket, its libevent events (rd, wr, and tmo
+	 * armed at tmo_at, the connection's next deadline). */
 	int fd;
 	struct event *rd, *wr, *tmo;
-	/* Initiator wake-ups (iw_mpa_opts.wake_ms): timer, next delay, firings
-	 * left; rx_any is set by the first octet from the peer after the
-	 * Reply, tx_any (under txlock) by our first octet sent. */
-	struct event *wake;
-	uint32_t wake_ms;
-	int wake_left;
-	bool rx_any, tx_any;
-	struct iw_mpa_opts opts;
-	struct iw_mpa_hs *hs;       /* only while MPA frames are exchanged */
+	uint64_t tmo_at;
+	bool rd_on;
 	struct iw_qp *qp;
 	bool own_qp;                /* created by iw_cm_create_qp */
-	bool initiator;
 	uint8_t ird, ord;           /* what the application asked for */
 	uint32_t connect_timeout_ms;
-	uint8_t pd[IW_MPA_PD_MAX];  /* connect's private data until the Request is built */
+	uint8_t pd[IW_MPA_PD_MAX];  /* connect's or accept's private data */
 	uint16_t pd_len;
-	bool established;           /* ESTABLISHED raised */
-	bool fin_sent;
-	bool reject_fail;           /* our Reply is a Reject forced by negotiation */
 	atomic_int unacked;         /* events handed out and not acked */
 	struct iw_cm_id_int *work_next;
 	bool on_work;
@@ -73,7 +52,6 @@ struct iw_cm_id_int {
 	/* pcap trace of this connection (trace.h), NULL when off; set and
 	 * cleared under txlock, as the transmit path reads it there. */
 	struct iw_trace_conn *trace;
-	struct iw_mpa_result res;
 	int backlog;
 	/* Responder ids not yet shown to the application (MPA state) stay
 	 * linked to their listener, which names itself in the CONNECT_REQUEST

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * One iWARP connection as a sans-I/O state machine: TCP connect deadline,
+ * the MPA exchange (mpa_hs.c), the hand-off to the QP engine, FPDUs both
+ * ways, TERMINATE after a bad Reply, the siw wake-up Writes, close with FIN
+ * and linger. It never touches a socket or a clock: the glue (lib/io/
+ * cm_conn.c, a test pump, a fuzzer) feeds received octets, writes what
+ * iw_conn_tx_iov hands out, reports what TCP took, passes the time in, and
+ * acts on the events each call returns.
+ *
+ * Events (IW_CONN_EV_*, a bit mask) come back from the call that caused
+ * them. The glue acts on them in this order: SEND (write what tx_iov has;
+ * after an error too, as picotls flushes its send buffer: a TERMINATE may
+ * be waiting), SHUTDOWN (send FIN), CLOSE (close the socket, abortive if
+ * iw_conn_close_abortive, then iw_conn_closed), then the application's
+ * events (REQUEST, ESTABLISHED, REJECTED, CONNECT_ERROR, UNREACHABLE,
+ * DISCONNECTED with c->why), and DROPPED last (an incoming connection the
+ * application never saw is over: free it).
+ *
+ * Time: milliseconds on any monotonic clock. After every call the glue asks
+ * iw_conn_next_timeout(c, now) when to call iw_conn_on_timer(c, now).
+ *
+ * Threads: everything runs on one thread at a time (the loop thread, or a
+ * thread that drives this connection's receive instead of it), except the
+ * data phase's transmit: once iw_conn_tx_shared is true, iw_conn_tx_iov and
+ * iw_conn_tx_sent may be called from any thread under the glue's transmit
+ * lock, and iw_conn_wants_loop tells such a thread that the owner must look
+ * (the QP went to ERR).
+ */
+#ifndef IW_CONN_H
+#define IW_CONN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "conn/mpa_hs.h"
+#include "engine/qp_link.h"
+
+enum iw_conn_state {
+	IW_CONN_IDLE,
+	IW_CONN_LISTEN,      /* a listener: no connection of its own */
+	IW_CONN_CONNECTING,  /* initiator: TCP connect in progress */
+	IW_CONN_MPA_REQ,     /* initiator: Request out, waiting for the Reply */
+	IW_CONN_MPA_WAIT,    /* responder: waiting for the Request */
+	IW_CONN_CONNREQ,     /* responder: CONNECT_REQUEST raised, application decides */
+	IW_CONN_REPLYING,    /* responder: Reply being written */
+	IW_CONN_REJECTING,   /* responder: Reject the application asked for being written */
+	IW_CONN_REJECT_FAIL, /* responder: Reject forced by negotiation being written */
+	IW_CONN_RTR_WAIT,    /* FPDUs flow; ESTABLISHED waits for the RTR rules */
+	IW_CONN_RUNNING,     /* ESTABLISHED raised */
+	IW_CONN_CLOSING,     /* QP in ERR: writing what is queued, then FIN */
+	IW_CONN_FIN_SENT,    /* our FIN is out: waiting for the peer's, at most linger */
+	IW_CONN_CLOSED,
+};
+
+enum {
+	IW_CONN_EV_SEND = 1 << 0,          /* output waiting in iw_conn_tx_iov */
+	IW_CONN_EV_SHUTDOWN = 1 << 1,      /* everything is written: send FIN */
+	IW_CONN_EV_CLOSE = 1 << 2,         /* close the socket, then iw_conn_closed */
+	IW_CONN_EV_REQUEST = 1 << 3,       /* responder: the Request is in (c->hs.peer) */
+	IW_CONN_EV_ESTABLISHED = 1 << 4,   /* peer private data in c->peer_pd */
+	IW_CONN_EV_REJECTED = 1 << 5,      /* initiator: the peer's Reject (c->hs.peer) */
+	IW_CONN_EV_CONNECT_ERROR = 1 << 6, /* c->why */
+	IW_CONN_EV_UNREACHABLE = 1 << 7,   /* c->why */
+	IW_CONN_EV_DISCONNECTED = 1 << 8,  /* c->why */
+	IW_CONN_EV_DROPPED = 1 << 9,       /* responder, never shown: free it */
+};
+
+/* Tuning, with the defaults of iw_conn_tune_default. */
+struct iw_conn_tune {
+	uint32_t linger_ms;     /* after our FIN (or a TERMINATE), wait this long for the peer */
+	uint32_t wake_count;    /* siw wake-up Writes at most (iw_mpa_opts.wake_ms) */
+	uint32_t direct_min;    /* receive payloads of at least this many octets in place */
+};
+#define IW_CONN_LINGER_MS_DEFAULT 3000
+#define IW_CONN_WAKE_COUNT_DEFAULT 6
+#define IW_CONN_DIRECT_MIN_DEFAULT 2048
+#define IW_CONN_CONNECT_TIMEOUT_MS_DEFAULT 10000
+void iw_conn_tune_default(struct iw_conn_tune *t);
+
+/* Why a connection ended or failed. */
+struct iw_conn_why {
+	int status;            /* positive errno, 0 for a clean end */
+	enum iw_wire_err wire_err;
+	uint16_t term;         /* TERMINATE triple from the MPA exchange, 0 if none */
+	const char *reason;    /* static sentence, or NULL */
+};
+
+/* A deadline: armed relative to the next clock reading it sees. */
+struct iw_conn_timer {
+	uint64_t at;   /* absolute ms, 0: not resolved yet */
+	uint32_t rel;
+	bool armed;
+};
+
+enum iw_conn_qp_link { IW_CONN_QP_NONE, IW_CONN_QP_LIVE, IW_CONN_QP_LOST };
+
+struct iw_conn {
+	enum iw_conn_state state;
+	bool initiator;
+	const struct iw_qp_link_ops *ops;
+	struct iw_qp *qp;
+	enum iw_conn_qp_link link;
+	atomic_bool tx_engine;      /* data phase: transmit comes from the QP */
+	atomic_bool tx_stop;        /* closed: the QP's octets no longer go out */
+	struct iw_mpa_opts opts;    /* the application's; copied into hs when it is built */
+	struct iw_conn_tune tune;
+	uint32_t mss;
+	struct iw_mpa_hs hs;
+	struct iw_mpa_result res;
+	uint8_t peer_pd[IW_MPA_PD_MAX]; /* for ESTABLISHED */
+	uint16_t peer_pd_len;
+	/* A TERMINATE in FPDU form after a Reply we refuse. */
+	uint8_t term[96];
+	size_t term_len, term_off;
+	struct iw_conn_timer t_state; /* connect, MPA or linger deadline */
+	struct iw_conn_timer t_wake;
+	uint32_t wake_ms;
+	uint32_t wake_left;
+	bool rx_any;                /* the peer sent something since the Reply */
+	atomic_bool tx_any;         /* we sent FPDUs */
+	bool close_abortive;
+	struct iw_conn_why why;
+};
+
+/* IDLE, default options and tuning; ops NULL means iw_qp_link_ops. */
+void iw_conn_init(struct iw_conn *c, const struct iw_qp_link_ops *ops);
+void iw_conn_listen(struct iw_conn *c);
+/* Initiator: build the Request (bad options or private data fail here:
+ * -EINVAL, -EMSGSIZE) and wait for TCP (CONNECTING). */
+int iw_conn_connect(struct iw_conn *c, struct iw_qp *qp, uint16_t ird, uint16_t ord,
+		    const void *pd, uint16_t pd_len, uint32_t connect_timeout_ms);
+/* TCP is up: mss is the live MSS (0: unknown). Initiator: the Request goes
+ * out; responder: the wait for the Request starts. */
+unsigned iw_conn_tcp_up(struct iw_conn *c, uint32_t mss);
+/* Responder (after REQUEST): the Reply with the application's choices, or
+ * a Reject when negotiation is impossible (CONNECT_ERROR once written).
+ * 0 (*ev set) or -EINVAL (wrong state) / -EMSGSIZE (nothing changed). */
+int iw_conn_accept(struct iw_conn *c, struct iw_qp *qp, uint16_t ird, uint16_t ord,
+		   const void *pd, uint16_t pd_len, unsigned *ev);
+int iw_conn_reject(struct iw_conn *c, const void *pd, uint16_t pd_len, unsigned *ev);
+/* Graceful close: the QP goes to ERR; what is queued goes out, then FIN.
+ * 0, or -ENOTCONN before the data phase. */
+int iw_conn_disconnect(struct iw_conn *c);
+/* Abortive close now, no application event (the id is being destroyed). */
+unsigned iw_conn_abort(struct iw_conn *c);
+/* The glue closed the socket (after CLOSE): the QP learns it. */
+void iw_conn_closed(struct iw_conn *c);
+static inline bool iw_conn_close_abortive(const struct iw_conn *c)
+{
+	return c->close_abortive;
+}
+
+/* Receive. Before reading, iw_conn_rx_plan says where: up to the returned
+ * number of octets straight to *dst (0: none), and at most *cap octets
+ * (in: the bounce buffer's size) into the bounce buffer after them. Then
+ * iw_conn_recv_placed reports `placed` octets received at *dst followed by
+ * len octets at in. iw_conn_recv is the same without direct placement. MPA
+ * frames and FPDUs go through the same call: octets after the peer's Reply
+ * are FPDUs, handed on in that call. *consumed is what was used: all of it,
+ * except octets left unread in a state that takes none (CONNREQ). */
+size_t iw_conn_rx_plan(struct iw_conn *c, uint8_t **dst, size_t *cap);
+unsigned iw_conn_recv_placed(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len,
+			     size_t *consumed);
+unsigned iw_conn_recv(struct iw_conn *c, const uint8_t *in, size_t len, size_t *consumed);
+/* The peer's FIN, or a socket error (positive errno). */
+unsigned iw_conn_eof(struct iw_conn *c);
+unsigned iw_conn_io_error(struct iw_conn *c, int err);
+/* False while the socket should not be read (CONNREQ, closed). */
+bool iw_conn_wants_read(const struct iw_conn *c);
+
+/* Transmit: the MPA frame, the FPDUs, a TERMINATE. Fills iov (cap > 0),
+ * returns the count (0: nothing) or a negative errno from the engine. */
+int iw_conn_tx_iov(struct iw_conn *c, struct iovec *iov, int cap);
+unsigned iw_conn_tx_sent(struct iw_conn *c, size_t n);
+bool iw_conn_tx_shared(const struct iw_conn *c);
+bool iw_conn_wants_loop(struct iw_conn *c);
+
+/* After the glue wrote (tx_err: 0 or the positive errno of the failed
+ * write): the engine's events, the close sequence. */
+unsigned iw_conn_step(struct iw_conn *c, int tx_err);
+
+/* The earliest deadline (ms on the caller's clock), UINT64_MAX if none. */
+uint64_t iw_conn_next_timeout(struct iw_conn *c, uint64_t now);
+unsigned iw_conn_on_timer(struct iw_conn *c, uint64_t now);
+
+const char *iw_conn_state_str(enum iw_conn_state s);
+
+#endif

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The QP engine's side of the connection contract (qp_link.h). */
+#include "engine/qp.h"
+
+void iw_qp_status_locked(struct iw_qp *qp, struct iw_qp_status *st)
+{
+	st->events = qp->events;
+	qp->events = 0;
+	st->err = qp->state == IW_QPS_ERR;
+	st->tx_pending = iw_qp_tx_pending_locked(qp);
+}
+
+static void link_poll(struct iw_qp *qp, struct iw_qp_status *st)
+{
+	pthread_mutex_lock(&qp->lock);
+	iw_qp_status_locked(qp, st);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+static bool link_in_err(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	bool err = qp->state == IW_QPS_ERR;
+	pthread_mutex_unlock(&qp->lock);
+	return err;
+}
+
+static void link_set_err(struct iw_qp *qp)
+{
+	struct iw_qp_attr a = {.qp_state = IW_QPS_ERR};
+	iw_modify_qp(qp, &a, IW_QP_STATE);
+}
+
+const struct iw_qp_link_ops iw_qp_link_ops = {
+	.start = iw_qp_start,
+	.rx_direct = iw_qp_rx_direct_hint,
+	.rx_batch = iw_qp_rx_batch,
+	.poll = link_poll,
+	.tx_iov = iw_qp_tx_iov,
+	.tx_sent = iw_qp_tx_sent,
+	.in_err = link_in_err,
+	.wake = iw_qp_wake,
+	.set_err = link_set_err,
+	.conn_lost = iw_qp_conn_lost,
+};

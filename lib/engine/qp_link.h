@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The contract between the QP engine and the connection that drives it
+ * (lib/conn/conn.c): everything a connection may ask of a QP, as one const
+ * table of functions (iw_qp_link_ops). A connection holds a struct iw_qp
+ * pointer it never dereferences; every field it needs (the QP's state,
+ * events, the segment being received, whether octets wait to go out) comes
+ * back from a call that took the QP's lock once. Tests can plug in a table
+ * of their own.
+ *
+ * Receive costs two lock round trips per batch of octets, however many
+ * FPDUs it holds: rx_direct (where the next payload may land) and rx_batch
+ * (the octets placed there, the octets read after them, the events the
+ * batch caused and what the connection must do next).
+ */
+#ifndef IW_QP_LINK_H
+#define IW_QP_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct iw_qp;
+
+/* Engine events (iw_qp_take_events, iw_qp_link_ops.poll). */
+enum {
+	IW_QPE_ESTABLISHED = 1 << 0, /* responder: the RTR arrived; initiator: RTR sent */
+	IW_QPE_ERROR = 1 << 1,       /* QP entered ERR: flush tx (TERMINATE) then close */
+	IW_QPE_TX = 1 << 2,          /* tx work appeared (posted from any thread) */
+};
+
+/* Connection parameters the connection hands the engine. */
+struct iw_qp_conn {
+	bool initiator;
+	bool p2p;
+	uint8_t rtr;        /* IW_RTR_* */
+	bool crc;
+	bool markers_tx, markers_rx;
+	uint16_t ird, ord;
+	uint32_t mulpdu;    /* from the live MSS */
+	bool peer_siw_term; /* read the peer's TERMINATE with siw's layout */
+};
+
+/* What the engine says after a locked step (rx_batch, poll). */
+struct iw_qp_status {
+	unsigned events;  /* IW_QPE_* taken by this step */
+	bool err;         /* the QP is in ERR */
+	bool tx_pending;  /* octets are queued to go out */
+};
+
+/* One receive batch: `placed` octets were received at the destination the
+ * last rx_direct offered (0: none), then `len` octets at `in` follow them
+ * in the stream. */
+struct iw_qp_rx_batch {
+	size_t placed;
+	const uint8_t *in;
+	size_t len;
+};
+
+struct iw_qp_link_ops {
+	void (*start)(struct iw_qp *qp, const struct iw_qp_conn *c);
+	/* Where up to the returned number of payload octets may be received
+	 * directly (0: none); *seg_len is the payload length of the segment
+	 * being received (a hint that the next one may be as large). */
+	size_t (*rx_direct)(struct iw_qp *qp, uint8_t **dst, uint32_t *seg_len);
+	/* 0, or a negative errno when `placed` does not fit the offer. */
+	int (*rx_batch)(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st);
+	void (*poll)(struct iw_qp *qp, struct iw_qp_status *st);
+	int (*tx_iov)(struct iw_qp *qp, struct iovec *iov, int cap);
+	void (*tx_sent)(struct iw_qp *qp, size_t n);
+	bool (*in_err)(struct iw_qp *qp);
+	/* A zero-length RDMA Write at the next message boundary (siw wake-up). */
+	void (*wake)(struct iw_qp *qp);
+	/* Local disconnect: move to ERR (the queued octets still go out). */
+	void (*set_err)(struct iw_qp *qp);
+	/* The socket is closed: discard the transmit queue, ERR, flush. */
+	void (*conn_lost)(struct iw_qp *qp, bool graceful);
+};
+
+/* The QP engine's table (qp_link.c). */
+extern const struct iw_qp_link_ops iw_qp_link_ops;
+
+#endif
