@@ -18,7 +18,7 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export UBSAN_OPTIONS
 case $secs in '' | *[!0-9]*) echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
-targets="fuzz_mpa_frame fuzz_fpdu_rx fuzz_qp_rx"
+targets="fuzz_mpa_frame fuzz_fpdu_rx fuzz_qp_rx fuzz_nvmf_capsule"
 
 # Vector files: $IW_VECTOR_DIR, else the tree's rfc-vectors/, else the
 # shared reference set the tree's files were copied from.
