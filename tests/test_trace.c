@@ -20,6 +20,11 @@
  *             tracer are traced once.
  *   tx_copy   transmits copied before sendmsg: a change after the copy
  *             does not show, octets the kernel took beyond it do.
+ *   dribble   octets handed over in records that end a few octets into
+ *             each PDU (short reads, partial writes; trace_dribble.c):
+ *             every MPA frame and FPDU still begins a segment holding at
+ *             least its first 20 octets, as Wireshark needs to follow the
+ *             stream, and octets held back for that go out before the FIN.
  *   exit_drains  a program that exits without iw_context_free still
  *             leaves a whole, valid trace.
  *   ipv6_one_context  IPv6 framing; both ends in one context traced once.
@@ -46,6 +51,7 @@
 
 #include "suites.h"
 #include "diag/trace.h"
+#include "trace_dribble.h"
 #include "trace_read.h"
 
 #define WAIT_MS 30000
@@ -707,6 +713,45 @@ START_TEST(tx_copy)
 }
 END_TEST
 
+/* Records ending 1 to 19 octets into each PDU (trace_dribble.h). */
+START_TEST(dribble)
+{
+	char p[300];
+	static struct td_trace td;
+	static struct rt_capture cap;
+	tmp_init();
+	tmp_path(p, sizeof(p), "dribble.pcap");
+	ck_assert_int_eq(td_write(&td, p, true), 0);
+	ck_assert_msg(rt_read(&cap, p) == 0, "%s", cap.why);
+	ck_assert_msg(cap.problems == 0, "%s", cap.why);
+	ck_assert_int_eq(cap.num_conns, 1);
+	const struct rt_conn *c = &cap.conn[0];
+	struct rt_iwarp iw;
+	rt_decode(c, &iw);
+	ck_assert(iw.req_ok && iw.rep_ok);
+	for (int d = 0; d < 2; d++) {
+		const struct rt_flow *f = &iw.dir[d];
+		ck_assert_uint_eq(c->dir[d].len, td.len[d]);
+		ck_assert(!memcmp(c->dir[d].data, td.stream[d], td.len[d]));
+		ck_assert_uint_eq(c->dir[d].gaps, 0);
+		ck_assert(c->dir[d].fin);
+		ck_assert_int_eq(f->err, 0);
+		ck_assert_uint_eq(f->fpdus, td.fpdus[d]);
+		ck_assert_uint_eq(f->crc_good, td.fpdus[d]);
+		for (int op = 0; op < 4; op++)
+			ck_assert_uint_eq(f->segs[op], td.by_op[d][op]);
+		ck_assert_msg(f->pdu_unaligned == 0 && f->pdu_short_starts == 0,
+			      "dir %d: %u PDUs not at a segment start, %u with a short first segment",
+			      d, f->pdu_unaligned, f->pdu_short_starts);
+	}
+	/* The initiator's last 3 octets, held back, went out before its FIN. */
+	ck_assert(iw.dir[0].truncated && !iw.dir[1].truncated);
+	ck_assert_uint_eq(c->bad_acks, 0);
+	rt_free(&cap);
+	tmp_fini();
+}
+END_TEST
+
 /* Over IPv6 (::1): IPv6 framing with the real addresses, both ends in one
  * context, traced once. */
 START_TEST(ipv6_one_context)
@@ -862,6 +907,7 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, config);
 	tcase_add_test(tc, queue);
 	tcase_add_test(tc, tx_copy);
+	tcase_add_test(tc, dribble);
 	tcase_add_test(tc, exit_drains);
 	tcase_add_test(tc, ipv6_one_context);
 	tcase_add_test(tc, wake);

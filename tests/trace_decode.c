@@ -23,6 +23,9 @@ static void print_flow(int i, int d, const struct rt_flow *f)
 {
 	printf("conn %d dir %d: fpdus=%u crc_good=%u err=%d%s", i, d, f->fpdus, f->crc_good, f->err,
 	       f->truncated ? " truncated" : "");
+	if (f->pdu_unaligned || f->pdu_short_starts)
+		printf(" pdus_not_starting_a_segment=%u short_first_segments=%u", f->pdu_unaligned,
+		       f->pdu_short_starts);
 	for (int op = 0; op < RT_OPCODES; op++)
 		if (f->segs[op])
 			printf(" %s=%u/%u", op_name[op], f->msgs[op], f->segs[op]);

@@ -109,7 +109,13 @@ static void on_data(struct rt_dir *d, uint32_t seq, const uint8_t *p, size_t n)
 	}
 	if (delta > 0)
 		d->gaps++;
-	d->segs++;
+	if (d->segs == d->seg_cap) {
+		d->seg_cap = d->seg_cap ? 2 * d->seg_cap : 1024;
+		d->seg = realloc(d->seg, d->seg_cap * sizeof(*d->seg));
+		if (!d->seg)
+			abort();
+	}
+	d->seg[d->segs++] = (struct rt_seg){d->len, (uint32_t)n};
 	append(d, p, n);
 	d->nxt = seq + (uint32_t)n;
 }
@@ -261,8 +267,10 @@ int rt_read(struct rt_capture *cap, const char *path)
 void rt_free(struct rt_capture *cap)
 {
 	for (int i = 0; i < cap->num_conns; i++)
-		for (int d = 0; d < 2; d++)
+		for (int d = 0; d < 2; d++) {
 			free(cap->conn[i].dir[d].data);
+			free(cap->conn[i].dir[d].seg);
+		}
 	memset(cap, 0, sizeof(*cap));
 }
 
@@ -311,6 +319,30 @@ static void decode_fpdus(struct rt_flow *f, const uint8_t *p, size_t len, bool c
 	f->truncated = iw_fpdu_rx_finish(&rx) != 0;
 }
 
+/* The segments that begin the PDUs of d: the MPA frame (frame_len
+ * octets), then FPDUs, each found from its ULPDU length. */
+static void check_starts(struct rt_flow *f, const struct rt_dir *d, size_t frame_len)
+{
+	unsigned j = 0;
+	size_t at = 0, plen = frame_len;
+	while (at < d->len) {
+		while (j < d->segs && d->seg[j].off < at)
+			j++;
+		size_t want = plen < RT_PDU_START_MIN ? plen : RT_PDU_START_MIN;
+		if (want > d->len - at)
+			want = d->len - at;
+		if (j == d->segs || d->seg[j].off != at)
+			f->pdu_unaligned++;
+		else if (d->seg[j].len < want)
+			f->pdu_short_starts++;
+		at += plen;
+		if (at + 2 > d->len)
+			break;
+		uint16_t ulpdu = be16(d->data + at);
+		plen = 2u + ulpdu + iw_mpa_pad(ulpdu) + IW_MPA_CRC_LEN;
+	}
+}
+
 int rt_decode(const struct rt_conn *c, struct rt_iwarp *out)
 {
 	enum iw_wire_err why;
@@ -332,7 +364,10 @@ int rt_decode(const struct rt_conn *c, struct rt_iwarp *out)
 		struct rt_flow *f = &out->dir[d];
 		decode_fpdus(f, c->dir[d].data + used[d], c->dir[d].len - used[d], out->crc,
 			     markers[d]);
-		if (f->err || f->truncated || f->crc_good != f->fpdus || c->dir[d].gaps)
+		if (!markers[d] && !c->dir[d].gaps)
+			check_starts(f, &c->dir[d], used[d]);
+		if (f->err || f->truncated || f->crc_good != f->fpdus || c->dir[d].gaps ||
+		    f->pdu_unaligned || f->pdu_short_starts)
 			rc = -1;
 	}
 	return rc;

@@ -29,6 +29,13 @@ struct rt_dir {
 	unsigned segs;  /* segments with payload */
 	unsigned gaps;  /* segments that started past nxt (octets not captured) */
 	unsigned backs; /* segments that started before nxt (never expected) */
+	/* Where each segment with payload starts in data, and its length:
+	 * rt_decode checks the segments that begin a PDU. */
+	struct rt_seg {
+		size_t off;
+		uint32_t len;
+	} *seg;
+	unsigned seg_cap;
 };
 
 /* Side 0 sent the SYN (the TCP and MPA initiator). */
@@ -71,7 +78,18 @@ struct rt_flow {
 	enum iw_wire_err why;
 	size_t used;                 /* stream octets decoded */
 	bool truncated;              /* the stream ends inside an FPDU */
+	/* PDUs (the MPA frame included) that no segment begins at, and PDUs
+	 * whose first segment holds fewer than RT_PDU_START_MIN octets of
+	 * them: Wireshark's MPA heuristic does not take such a segment as
+	 * the start of a PDU and loses the framing from there. Counted
+	 * without markers only, and 0 after a gap. */
+	unsigned pdu_unaligned, pdu_short_starts;
 };
+
+/* A PDU's first segment must hold min(RT_PDU_START_MIN, the PDU's length)
+ * octets of it: Wireshark 4.0's iwarp_mpa heuristic wants 20 to see an MPA
+ * frame and 8 (MPA_SMALLEST_FPDU_LEN) to see an FPDU. */
+#define RT_PDU_START_MIN 20u
 
 struct rt_iwarp {
 	bool req_ok, rep_ok;

@@ -64,15 +64,25 @@ struct rec_hdr {
 
 /* Where the next MPA frame or FPDU starts in one direction, so that TCP
  * segments can be cut there: Wireshark's iwarp_mpa dissector only finds
- * FPDUs that start a segment. Markers or dropped octets end the tracking
- * (the cuts then fall at MSS boundaries only). */
+ * FPDUs that start a segment, and only when that segment holds at least 8
+ * octets of it (20 for an MPA frame): a shorter one is taken for something
+ * else and the next segment's first octets for an FPDU header, which loses
+ * the framing for the rest of the stream. Records end wherever a read or a
+ * partial write ended, often a few octets into a PDU on a loaded machine,
+ * so the first PDU_START_MIN octets of a PDU (or all of a shorter one) are
+ * held back until they can go out together. Markers or dropped octets end
+ * the tracking (the cuts then fall at record and MSS boundaries only). */
+#define PDU_START_MIN IW_MPA_FRAME_HDR_LEN
 struct pdu_cut {
 	bool off;
 	bool saw_m;       /* this direction's MPA frame asked for markers */
 	bool fpdus;       /* past the MPA frame */
+	bool started;     /* the current PDU's first segment is written */
 	uint64_t left;    /* octets to the next boundary (0: reading a header) */
 	uint8_t hdr[20];  /* header octets gathered so far */
 	uint8_t got;
+	uint8_t nheld;    /* the current PDU's first octets, not yet written */
+	uint8_t held[PDU_START_MIN];
 };
 
 struct iw_trace_conn {
@@ -681,7 +691,40 @@ static size_t pdu_take(struct pdu_cut *k, const uint8_t *p, size_t n)
 	return used;
 }
 
-/* Hand the octets to the pcap writer, cut at every PDU boundary. */
+/* The held octets, then g octets at p (either may be empty). */
+static bool write_piece(struct iw_trace *t, struct iw_trace_conn *c, enum iw_pcapw_dir s,
+			const uint8_t *p, size_t g, uint64_t ts)
+{
+	struct pdu_cut *k = &c->cut[s];
+	struct iovec two[2] = {{k->held, k->nheld}, {(void *)p, g}};
+	int first = k->nheld ? 0 : 1;
+	k->nheld = 0;
+	if (first == 1 && !g)
+		return true;
+	return wrote(t, iw_pcapw_data(&c->flow, s, two + first, 2 - first, ts));
+}
+
+/* Octets held back must go out before a FIN, a gap or the end. */
+static bool flush_held(struct iw_trace *t, struct iw_trace_conn *c, enum iw_pcapw_dir s,
+		       uint64_t ts)
+{
+	return write_piece(t, c, s, NULL, 0, ts);
+}
+
+/* g octets at p that end a record inside the current PDU's first
+ * PDU_START_MIN octets: kept for the record that brings the rest. */
+static bool hold(struct pdu_cut *k, const uint8_t *p, size_t g)
+{
+	bool ended = k->left == 0 && k->got == 0;
+	if (k->off || k->started || ended || k->nheld + g >= PDU_START_MIN)
+		return false;
+	memcpy(k->held + k->nheld, p, g);
+	k->nheld = (uint8_t)(k->nheld + g);
+	return true;
+}
+
+/* Hand the octets to the pcap writer, cut at every PDU boundary, a PDU's
+ * first segment never shorter than PDU_START_MIN (or the whole PDU). */
 static void write_cut(struct iw_trace *t, struct iw_trace_conn *c, enum iw_pcapw_dir s,
 		      struct iovec *iov, int n, uint64_t ts)
 {
@@ -694,9 +737,12 @@ static void write_cut(struct iw_trace *t, struct iw_trace_conn *c, enum iw_pcapw
 			/* M in a frame means markers in the other direction. */
 			if (k->saw_m)
 				c->cut[1 - s].off = true;
-			struct iovec one = {.iov_base = (void *)p, .iov_len = g};
-			if (!wrote(t, iw_pcapw_data(&c->flow, s, &one, 1, ts)))
-				return;
+			if (!hold(k, p, g)) {
+				if (!write_piece(t, c, s, p, g, ts))
+					return;
+				/* Past a boundary the next PDU starts afresh. */
+				k->started = !(k->left == 0 && k->got == 0);
+			}
 			p += g;
 			len -= g;
 		}
@@ -710,9 +756,12 @@ static void write_data(struct iw_trace *t, struct iw_trace_conn *c, const struct
 	if (c->flow.ep[s].fin)
 		return; /* after a FIN or RST: nothing more is shown */
 	/* Dropped octets leave a hole of their size in the sequence space. */
-	c->flow.ep[s].nxt += (uint32_t)h->skip;
-	if (h->skip)
+	if (h->skip) {
+		if (!flush_held(t, c, s, h->ts_ns))
+			return;
 		c->cut[s].off = true;
+	}
+	c->flow.ep[s].nxt += (uint32_t)h->skip;
 	size_t fit = fitting(t, h->len, c->mss);
 	if (fit < h->len) {
 		/* The cap is reached: keep what fits, then stop for good. */
@@ -732,7 +781,7 @@ static void write_data(struct iw_trace *t, struct iw_trace_conn *c, const struct
 static void write_fin(struct iw_trace *t, struct iw_trace_conn *c, enum iw_pcapw_dir s,
 		      uint64_t ts)
 {
-	if (!c->flow.ep[s].fin && room(t, 2 * SEG_OVERHEAD_MAX))
+	if (!c->flow.ep[s].fin && flush_held(t, c, s, ts) && room(t, 2 * SEG_OVERHEAD_MAX))
 		wrote(t, iw_pcapw_fin(&c->flow, s, ts));
 }
 
@@ -753,7 +802,7 @@ static void conn_finish(struct iw_trace *t, struct iw_trace_conn *c)
 	if (!atomic_load_explicit(&t->stopped, memory_order_relaxed) && conn_open(t, c)) {
 		for (int d = IW_TRACE_TX; d <= IW_TRACE_RX; d++) {
 			enum iw_pcapw_dir s = side_of(c, (enum iw_trace_dir)d);
-			if (!c->flow.ep[s].fin)
+			if (!c->flow.ep[s].fin && flush_held(t, c, s, c->end_ns))
 				c->flow.ep[s].nxt += (uint32_t)c->skip[d];
 		}
 		enum iw_pcapw_dir me = side_of(c, IW_TRACE_TX);
@@ -957,6 +1006,33 @@ static void report(struct iw_trace *t)
 	fprintf(stderr, "libiwarp: pcap trace %s: %s\n", t->path, msg);
 }
 
+/* Connections still open keep no octets back: they end the file as they
+ * are. The writer is joined, its state is ours; the lock keeps t->live
+ * still (at exit other threads may be ending connections), so nothing
+ * here may take it again (room(), wrote()). */
+static void flush_live(struct iw_trace *t)
+{
+	uint64_t ts = now_ns();
+	pthread_mutex_lock(&t->lock);
+	bool ok = !atomic_load(&t->stopped);
+	for (struct iw_trace_conn *c = t->live; c && ok; c = c->next)
+		for (int s = IW_PCAPW_A2B; s <= IW_PCAPW_B2A && ok; s++) {
+			struct pdu_cut *k = &c->cut[s];
+			if (!k->nheld)
+				continue;
+			if (t->w.written + SEG_OVERHEAD_MAX + PDU_START_MIN +
+				    IW_PCAPW_NOTE_RECORD_MAX > t->max_bytes) {
+				t->capped = true;
+				ok = false;
+				break;
+			}
+			struct iovec v = {k->held, k->nheld};
+			k->nheld = 0;
+			ok = iw_pcapw_data(&c->flow, (enum iw_pcapw_dir)s, &v, 1, ts) == 0;
+		}
+	pthread_mutex_unlock(&t->lock);
+}
+
 /* Let the writer drain the queue and end, then complete the file (the
  * note of an incomplete trace) and flush it; it stays open. Once only
  * (reg_lock held): by iw_trace_free, or at exit. */
@@ -971,6 +1047,7 @@ static void finish(struct iw_trace *t)
 	pthread_mutex_unlock(&t->lock);
 	pthread_join(t->thread, NULL);
 	t->finished = true;
+	flush_live(t);
 	if (t->dropped_records || t->capped || t->w.err)
 		report(t);
 	fflush(t->fp);
