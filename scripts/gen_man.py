@@ -921,8 +921,13 @@ connection behave like any of those peers.""".split("\n"):
     for l in """examples/example_server.c and examples/example_client.c in the source
 tree are a complete program pair: the client connects, both advertise a
 buffer with a Send, the client RDMA WRITEs its buffer into the server's,
-READs it back and compares, and both disconnect. Each call of the classic
-flow has a short example on its own page (iw_context_new, iw_reg_mr,
+READs it back and compares, and both disconnect. examples/blk_target.c
+and examples/blk_initiator.c are a small block target and initiator: the
+target embeds the context in its own event_base, serves every connection
+from one SRQ and one CQ, and registers each RDMA READ sink for one I/O
+only; the initiator grants each I/O's buffer with fast registration and
+checks that the response invalidated it. Each call of the classic flow has
+a short example on its own page (iw_context_new, iw_reg_mr, iw_alloc_mr,
 iw_create_cq, iw_poll_cq, iw_post_send, iw_post_recv, iw_cm_listen,
 iw_cm_connect, iw_cm_accept).""".split("\n"):
         a(esc(l))
