@@ -29,7 +29,8 @@
  *
  * Memory lives in an arena mapped at a fixed address (ARENA_ADDR) so that
  * tagged offsets are the same in every run and can be put in seeds; STags
- * are deterministic too (a fresh context per input): region i (1-based in
+ * are deterministic too (a fresh context per input, and IW_FUZZING makes
+ * the STag table allocate in order instead of at random): region i (1-based in
  * the table below) has STag i << 8, the fast-registered ones key 1. Every
  * region sits between poisoned canaries. fuzz/seed_qp.py mirrors this
  * layout: keep them in step.

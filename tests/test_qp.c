@@ -2525,6 +2525,35 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+/* A peer's RDMA Write to an STag it guessed is counted on the QP and the
+ * context, visible through the public getters (issue 16 bug 8); one to a
+ * known STag out of bounds is not an STag guess. */
+START_TEST(test_hostile_bad_stag_counted)
+{
+	struct iw_stag_stats q, c0, c1;
+	struct hfix f;
+	hfix_init(&f, HF_CRC, FEED_WHOLE);
+	ck_assert_int_eq(iw_query_stag_stats(f.w.ctx, &c0), 0);
+	a_write_inv_stag(&f);
+	hfix_expect_term(&f, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR, COPY_DDP);
+	ck_assert_int_eq(iw_query_qp_stag_stats(f.qp, &q), 0);
+	ck_assert_uint_eq(q.invalid_stag, 1);
+	ck_assert_uint_eq(q.comp_mask, 0);
+	ck_assert_int_eq(iw_query_stag_stats(f.w.ctx, &c1), 0);
+	ck_assert_uint_eq(c1.invalid_stag, c0.invalid_stag + 1);
+	ck_assert_int_eq(iw_query_qp_stag_stats(NULL, &q), EINVAL);
+	ck_assert_int_eq(iw_query_stag_stats(f.w.ctx, NULL), EINVAL);
+	world_free(&f.w);
+
+	hfix_init(&f, HF_CRC, FEED_WHOLE);
+	a_write_bounds(&f);
+	hfix_expect_term(&f, IW_TERM_DDP_T_BASE_BOUNDS, IW_EVENT_QP_ACCESS_ERR, COPY_DDP);
+	ck_assert_int_eq(iw_query_qp_stag_stats(f.qp, &q), 0);
+	ck_assert_uint_eq(q.invalid_stag, 0);
+	world_free(&f.w);
+}
+END_TEST
+
 /* Zero-length tagged segments are not validated (interop rule 4), and a
  * valid mix of everything leaves the QP in RTS. */
 START_TEST(test_hostile_benign)
@@ -3068,6 +3097,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_peer_terminate, 0, 4);
 	tcase_add_loop_test(tc, test_inject_crc, 0, NUM_CRC_CASES);
 	tcase_add_test(tc, test_hostile_rtr);
+	tcase_add_test(tc, test_hostile_bad_stag_counted);
 	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, NUM_FEED);
 	tcase_add_test(tc, test_destroy_forgets_events);
 	suite_add_tcase(s, tc);

@@ -238,8 +238,9 @@ enum iw_access_flags {
 	IW_ACCESS_REMOTE_ATOMIC = 1 << 3, /* requires LOCAL_WRITE */
 };
 
-/* A registered region. lkey == rkey == the STag: 24-bit index and an 8-bit
- * key that changes on every (re-)registration of that index. */
+/* A registered region. lkey == rkey == the STag: a 24-bit index and an
+ * 8-bit key, both drawn at random (never the index's previous key), so
+ * STags cannot be predicted from others. */
 struct iw_mr {
 	struct iw_context *context;
 	struct iw_pd *pd;
@@ -354,6 +355,36 @@ static inline uint32_t iw_inc_rkey(uint32_t rkey)
 {
 	return (rkey & 0xFFFFFF00u) | ((rkey + 1) & 0xFF);
 }
+
+/* Counters of remote accesses refused because of the STag they named. */
+struct iw_stag_stats {
+	uint32_t comp_mask; /* none defined yet: set to 0 */
+	/* Tagged accesses (RDMA Write, Read Response, Read Request source,
+	 * atomic) and Send with Invalidate refused because their STag is
+	 * unknown, stale, invalidated or of another PD: what a peer guessing
+	 * STags produces. Each refusal also TERMINATEs its connection. */
+	uint64_t invalid_stag;
+};
+
+/*
+ * Read a context's STag counters: the sums over every QP the context ever
+ * had. There is no per-listener counter yet: the context's is the
+ * aggregate of all its listeners' connections. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  ctx or stats is NULL.
+ */
+int iw_query_stag_stats(struct iw_context *ctx, struct iw_stag_stats *stats);
+/*
+ * Read a QP's STag counters: the refusals of its own connection's peer
+ * (see struct iw_stag_stats). Any thread, also after the QP entered ERR.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  qp or stats is NULL.
+ */
+int iw_query_qp_stag_stats(struct iw_qp *qp, struct iw_stag_stats *stats);
 
 struct iw_sge {
 	uint64_t addr;

@@ -2,21 +2,32 @@
 /*
  * Protection domains, memory regions and the STag table.
  *
- * The table is a growable array of slots indexed by the STag's upper 24
- * bits; unused slots are threaded on a LIFO free list. One mutex guards the
- * slots, the keys, the free list and every MR's registration state (access,
- * iova, length, host, state, STag), so a check sees either the old or the new
- * registration, never a mix. Only the reference count (busy) is touched
- * outside the lock: a check raises it under the lock, and deregistration
- * looks at it under the lock, so once iw_dereg_mr has taken an MR out of the
- * table no check can find it again.
+ * Slots live in chunks that are allocated as the table doubles and never
+ * move or shrink until the context goes, so a reader can index them
+ * without a lock. Each slot has one 64-bit word:
  *
- * Keys: table->key[i] is the key the next registration of slot i gets. A
- * new registration (iw_reg_mr, iw_alloc_mr) takes it and advances it; a fast
- * registration uses the key its WR supplies and sets the next one past it.
- * So a peer holding the STag of a registration that is gone misses, at
- * least until the same slot has been registered 256 more times (the 8-bit
- * key is stale-STag protection, not a secret).
+ *   bits  0..31  references (checks, posted WRs, REG_MR WRs in flight)
+ *   bits 32..39  key of the slot's current (or last) registration
+ *   bit  40      PRESENT: an MR occupies the slot
+ *   bit  41      VALID: its STag may be used
+ *   bit  42      USED: the slot had a registration before (the key counts)
+ *   bits 43..63  generation, moved on by every change but references
+ *
+ * A check loads the word, and if it names the STag (PRESENT, VALID, same
+ * key) adds a reference with one compare-and-swap: no mutex on the data
+ * path (issue 12). Holding a reference pins the MR (deregistration needs
+ * the count at 0 and changes the word by compare-and-swap too), so the MR
+ * can then be read; its fields are re-read if the generation moved while
+ * reading them (a REG_MR rewrote them), seqlock style. Writers (register,
+ * REG_MR, invalidate, deregister) hold the table's mutex among themselves.
+ *
+ * Slot and key choice (RFC 5042 section 5): a registration takes a free
+ * slot at random (the table grows once fewer than a quarter of its slots
+ * are free, so there is always a choice) and a random key, never the key
+ * the slot's previous registration had, so a peer holding a stale STag
+ * misses at least until the slot is reused twice, and a guessed STag is
+ * right with probability live / (slots * 256). A REG_MR takes the key its
+ * WR supplies (verbs: iw_inc_rkey).
  *
  * ---------------------------------------------------------------------------
  * Which TERMINATE a failed remote access yields
@@ -71,6 +82,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/context.h"
 #include "iwarp/wire.h"
@@ -147,17 +159,90 @@ static uint32_t make_stag(uint32_t index, uint8_t key)
 	return (index << 8) | key;
 }
 
+/* ------------------------------------------------------------ slot words */
+
+#define W_REFS 0xFFFFFFFFull
+#define W_KEY_SHIFT 32
+#define W_PRESENT (1ull << 40)
+#define W_VALID (1ull << 41)
+#define W_USED (1ull << 42)
+#define W_GEN (1ull << 43)
+
+static uint8_t w_key(uint64_t w)
+{
+	return (uint8_t)(w >> W_KEY_SHIFT);
+}
+
+/* The word with a new generation and the given flags and key; the
+ * references are kept. */
+static uint64_t w_next(uint64_t w, uint64_t flags, uint8_t key)
+{
+	uint64_t gen = (w & ~(W_GEN - 1)) + W_GEN;
+
+	return gen | W_USED | flags | (uint64_t)key << W_KEY_SHIFT | (w & W_REFS);
+}
+
+/* Does w stand for stag, usable now? */
+static bool w_names(uint64_t w, uint32_t stag)
+{
+	return (w & (W_PRESENT | W_VALID)) == (W_PRESENT | W_VALID) &&
+	       w_key(w) == iw_stag_key(stag) && (w & W_REFS) != W_REFS;
+}
+
+static unsigned chunk_of(uint32_t i)
+{
+	return i < TABLE_MIN_SLOTS ? 0 : (unsigned)(26 - __builtin_clz(i));
+}
+
+static uint32_t chunk_base(unsigned c)
+{
+	return c ? 32u << c : 0;
+}
+
+static uint32_t chunk_len(unsigned c)
+{
+	return c ? 32u << c : TABLE_MIN_SLOTS;
+}
+
+/* The slot of index i, or NULL beyond the table. Any thread. */
+static struct iw_stag_slot *slot_at(struct iw_mem_table *t, uint32_t i)
+{
+	unsigned c = chunk_of(i);
+	struct iw_stag_slot *ch;
+
+	if (c >= IW_STAG_CHUNKS)
+		return NULL;
+	ch = atomic_load_explicit(&t->chunk[c], memory_order_acquire);
+	return ch ? &ch[i - chunk_base(c)] : NULL;
+}
+
+static void slot_put(struct iw_stag_slot *s)
+{
+	atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
+}
+
+/* Replace the word's flags and key, keeping whatever references checks
+ * add meanwhile. Writers only (locked). */
+static void slot_set(struct iw_stag_slot *s, uint64_t flags, uint8_t key)
+{
+	uint64_t w = atomic_load(&s->word);
+
+	while (!atomic_compare_exchange_weak(&s->word, &w, w_next(w, flags, key)))
+		;
+}
+
 /* ------------------------------------------------------------------ table */
 
 int iw_mem_table_init(struct iw_mem_table *t)
 {
-	int err = pthread_mutex_init(&t->lock, NULL);
+	int err;
 
-	t->slot = NULL;
-	t->key = NULL;
-	t->free_next = NULL;
-	t->num_slots = 0;
-	t->free_head = 0;
+	memset(t, 0, sizeof(*t));
+	atomic_init(&t->bad_stag, 0);
+	err = iw_csprng_init(&t->rng);
+	if (err < 0)
+		return err;
+	err = pthread_mutex_init(&t->lock, NULL);
 	return -err;
 }
 
@@ -165,173 +250,260 @@ int iw_mem_table_init(struct iw_mem_table *t)
  * application leaked them, and nothing can reach them any more. */
 void iw_mem_table_cleanup(struct iw_mem_table *t)
 {
-	for (uint32_t i = 1; i < t->num_slots; i++)
-		free(t->slot[i]);
-	free(t->slot);
-	free(t->key);
-	free(t->free_next);
-	t->slot = NULL;
-	t->key = NULL;
-	t->free_next = NULL;
-	t->num_slots = 0;
-	t->free_head = 0;
+	for (unsigned c = 0; c < IW_STAG_CHUNKS; c++) {
+		struct iw_stag_slot *ch = atomic_load(&t->chunk[c]);
+
+		for (uint32_t i = 0; ch && i < chunk_len(c); i++)
+			free(atomic_load(&ch[i].mr));
+		free(ch);
+		atomic_store(&t->chunk[c], NULL);
+	}
+	free(t->free_idx);
+	t->free_idx = NULL;
+	t->num_slots = t->num_free = 0;
+	memset(&t->rng, 0, sizeof(t->rng));
 	pthread_mutex_destroy(&t->lock);
 }
 
-/* Grow each array to n entries. The arrays are resized one at a time; if a
- * later one fails the earlier ones are merely larger than needed, and
- * num_slots (which the rest of the file trusts) is unchanged. */
-static int grow_arrays(struct iw_mem_table *t, uint32_t n)
-{
-	struct iw_mr_int **slot;
-	uint8_t *key;
-	uint32_t *next;
-
-	slot = realloc(t->slot, n * sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	t->slot = slot;
-	key = realloc(t->key, n * sizeof(*key));
-	if (!key)
-		return -ENOMEM;
-	t->key = key;
-	next = realloc(t->free_next, n * sizeof(*next));
-	if (!next)
-		return -ENOMEM;
-	t->free_next = next;
-	return 0;
-}
-
-/* Double the table (index 0 exists but is never handed out) and put the
- * new slots on the free list, lowest index first. Called locked. */
+/* Add the next chunk (doubling the table) and put its indices on the free
+ * list; index 0 is never handed out. Locked. */
 static int grow(struct iw_mem_table *t)
 {
-	uint32_t old = t->num_slots;
-	uint32_t n = old ? old * 2 : TABLE_MIN_SLOTS;
+	unsigned c = t->num_slots ? chunk_of(t->num_slots) : 0;
+	uint32_t n = chunk_len(c), base = chunk_base(c);
+	struct iw_stag_slot *ch;
+	uint32_t *fr;
 
-	if (n > IW_STAG_MAX_INDEX + 1)
-		n = IW_STAG_MAX_INDEX + 1;
-	if (n <= old)
-		return -ENOMEM; /* all 2^24 - 1 STag indices are in use */
-	if (grow_arrays(t, n) < 0)
+	if (c >= IW_STAG_CHUNKS)
+		return -ENOMEM; /* all 2^24 - 1 STag indices exist */
+	fr = realloc(t->free_idx, (t->num_slots + n) * sizeof(*fr));
+	if (!fr)
 		return -ENOMEM;
-	for (uint32_t i = n; i-- > (old ? old : 1);) {
-		t->slot[i] = NULL;
-		t->key[i] = 0;
-		t->free_next[i] = t->free_head;
-		t->free_head = i;
-	}
-	if (!old) {
-		t->slot[0] = NULL;
-		t->key[0] = 0;
-		t->free_next[0] = 0;
-	}
-	t->num_slots = n;
+	t->free_idx = fr;
+	ch = calloc(n, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	for (uint32_t i = base ? base : 1; i < base + n; i++)
+		t->free_idx[t->num_free++] = i;
+	atomic_store_explicit(&t->chunk[c], ch, memory_order_release);
+	t->num_slots = base + n;
 	return 0;
 }
 
-/* Put mr in a free slot with that slot's next key. Called locked. */
-static int slot_insert(struct iw_mem_table *t, struct iw_mr_int *mr)
+#ifdef IW_FUZZING
+/* Fuzzing builds: the lowest free index and keys 0, 1, 2... so that seeds
+ * can name STags (fuzz/fuzz_qp_rx.c). */
+static uint32_t pick(struct iw_mem_table *t)
 {
+	uint32_t pos = 0;
+
+	for (uint32_t i = 1; i < t->num_free; i++)
+		if (t->free_idx[i] < t->free_idx[pos])
+			pos = i;
+	return pos;
+}
+
+static uint8_t new_key(struct iw_mem_table *t, uint64_t w)
+{
+	(void)t;
+	return (w & W_USED) ? (uint8_t)(w_key(w) + 1) : 0;
+}
+#else
+static uint32_t pick(struct iw_mem_table *t)
+{
+	return iw_csprng_below(&t->rng, t->num_free);
+}
+
+/* A random key, never the slot's previous one. Locked. */
+static uint8_t new_key(struct iw_mem_table *t, uint64_t w)
+{
+	uint8_t k;
+
+	do
+		iw_csprng_bytes(&t->rng, &k, 1);
+	while ((w & W_USED) && k == w_key(w));
+	return k;
+}
+#endif
+
+/* A free index at random. Keeping a quarter of the table free keeps the
+ * choice wide; a table that cannot grow uses what is left. Locked. */
+static int take_index(struct iw_mem_table *t, uint32_t *out)
+{
+	uint32_t pos;
+
+	if (t->num_free * 4 < t->num_slots || !t->num_free) {
+		if (grow(t) < 0 && !t->num_free)
+			return -ENOMEM;
+	}
+	pos = pick(t);
+	*out = t->free_idx[pos];
+	t->free_idx[pos] = t->free_idx[--t->num_free];
+	return 0;
+}
+
+/* Put mr, fully set up, in a free slot with a fresh key: from the word's
+ * store on, checks find it. Locked. */
+static int slot_insert(struct iw_mem_table *t, struct iw_mr_int *mr, bool valid)
+{
+	struct iw_stag_slot *s;
 	uint32_t i;
+	uint8_t k;
 
-	if (!t->free_head && grow(t) < 0)
+	if (take_index(t, &i) < 0)
 		return -ENOMEM;
-	i = t->free_head;
-	t->free_head = t->free_next[i];
-	t->slot[i] = mr;
+	s = slot_at(t, i);
+	k = new_key(t, atomic_load(&s->word));
 	mr->pub.handle = i;
-	mr->pub.lkey = mr->pub.rkey = make_stag(i, t->key[i]++);
+	mr->pub.lkey = mr->pub.rkey = make_stag(i, k);
+	atomic_store_explicit(&s->mr, mr, memory_order_release);
+	slot_set(s, W_PRESENT | (valid ? W_VALID : 0), k);
 	return 0;
 }
 
-static void slot_remove(struct iw_mem_table *t, uint32_t i)
+/* The slot of mr if mr occupies it. Locked. */
+static struct iw_stag_slot *slot_of(struct iw_mem_table *t, const struct iw_mr_int *mr)
 {
-	t->slot[i] = NULL;
-	t->free_next[i] = t->free_head;
-	t->free_head = i;
+	uint32_t i = mr->pub.handle;
+	struct iw_stag_slot *s = i ? slot_at(t, i) : NULL;
+
+	return s && atomic_load(&s->mr) == mr ? s : NULL;
 }
 
-/* The MR whose current STag is stag, valid or not; NULL if none. */
-static struct iw_mr_int *lookup(const struct iw_mem_table *t, uint32_t stag)
+/* The MR whose current STag is stag, valid or not; NULL if none. Locked. */
+static struct iw_mr_int *lookup_locked(struct iw_mem_table *t, uint32_t stag)
 {
 	uint32_t i = iw_stag_index(stag);
-	struct iw_mr_int *mr;
+	struct iw_stag_slot *s = i ? slot_at(t, i) : NULL;
+	uint64_t w;
 
-	if (i == 0 || i >= t->num_slots)
+	if (!s)
 		return NULL;
-	mr = t->slot[i];
-	if (!mr || mr->pub.rkey != stag)
+	w = atomic_load(&s->word);
+	if (!(w & W_PRESENT) || w_key(w) != iw_stag_key(stag))
 		return NULL;
-	return mr;
+	return atomic_load(&s->mr);
 }
 
 /* ------------------------------------------------------------------ checks */
 
+/* What a check reads of the MR, read once and consistently. */
+struct snap {
+	const struct iw_pd *pd;
+	int access;
+	uint64_t iova, len;
+	uint8_t *host;
+};
+
+static void snap_read(const struct iw_mr_int *mr, struct snap *sn)
+{
+	sn->pd = mr->pub.pd;
+	sn->access = atomic_load_explicit(&mr->access, memory_order_relaxed);
+	sn->iova = atomic_load_explicit(&mr->iova, memory_order_relaxed);
+	sn->len = atomic_load_explicit(&mr->len, memory_order_relaxed);
+	sn->host = atomic_load_explicit(&mr->host, memory_order_relaxed);
+}
+
+/* Take a reference on the VALID registration stag names and snapshot it.
+ * Lock-free: see the top of the file. */
+static bool acquire(struct iw_mem_table *t, uint32_t stag, struct iw_mr_int **out,
+		    struct snap *sn)
+{
+	uint32_t i = iw_stag_index(stag);
+	struct iw_stag_slot *s = i ? slot_at(t, i) : NULL;
+
+	if (!s)
+		return false;
+	for (;;) {
+		uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+		uint64_t w2;
+
+		do {
+			if (!w_names(w, stag))
+				return false;
+		} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
+								memory_order_acquire,
+								memory_order_acquire));
+		*out = atomic_load_explicit(&s->mr, memory_order_acquire);
+		snap_read(*out, sn);
+		atomic_thread_fence(memory_order_acquire);
+		w2 = atomic_load_explicit(&s->word, memory_order_relaxed);
+		if (((w ^ w2) & ~W_REFS) == 0)
+			return true;
+		slot_put(s); /* re-registered meanwhile: look again */
+	}
+}
+
 /* Is [to, to + len) inside the MR? Wrap is judged on the last octet, so a
  * range ending exactly at 2^64 is not a wrap. */
-static enum fail check_range(const struct iw_mr_int *mr, uint64_t to, uint64_t len)
+static enum fail check_range(const struct snap *sn, uint64_t to, uint64_t len)
 {
 	uint64_t off;
 
 	if (len && to > UINT64_MAX - (len - 1))
 		return F_WRAP;
-	if (to < mr->iova)
+	if (to < sn->iova)
 		return F_BOUNDS;
-	off = to - mr->iova;
-	if (off > mr->len || len > mr->len - off)
+	off = to - sn->iova;
+	if (off > sn->len || len > sn->len - off)
 		return F_BOUNDS;
 	return OK;
 }
 
 /* The checks shared by local and remote accesses, in the order of mem.h.
- * Called locked; on success *out is the MR. */
-static enum fail check(const struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag,
-		       uint64_t to, uint64_t len, int rights, struct iw_mr_int **out)
+ * On success *out holds a reference and *ptr is the host address of to. */
+static enum fail check(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag,
+		       uint64_t to, uint64_t len, int rights, struct iw_mr_int **out,
+		       uint8_t **ptr)
 {
-	struct iw_mr_int *mr = lookup(t, stag);
+	struct iw_mr_int *mr;
+	struct snap sn;
+	enum fail f;
 
-	if (!mr || mr->state != IW_MR_VALID)
+	if (!acquire(t, stag, &mr, &sn))
 		return F_STAG;
-	if (mr->pub.pd != pd)
-		return F_PD;
-	if ((mr->access & rights) != rights)
-		return F_ACCESS;
+	if (sn.pd != pd)
+		f = F_PD;
+	else if ((sn.access & rights) != rights)
+		f = F_ACCESS;
+	else
+		f = check_range(&sn, to, len);
+	if (f != OK) {
+		iw_mem_put(mr);
+		return f;
+	}
 	*out = mr;
-	return check_range(mr, to, len);
+	if (ptr)
+		*ptr = sn.host + (to - sn.iova);
+	return OK;
 }
 
-/* Take a reference and compute the host address of to. Called locked. */
-static void grab(struct iw_mr_int *mr, uint64_t to, struct iw_mr_int **out_mr, uint8_t **out_ptr)
+/* A refusal that says the requester named an STag it may not use. */
+static void count_bad_stag(struct iw_mem_table *t, const struct iw_mem_req *req)
 {
-	atomic_fetch_add(&mr->busy, 1);
-	*out_mr = mr;
-	if (out_ptr)
-		*out_ptr = mr->host + (to - mr->iova);
+	atomic_fetch_add_explicit(&t->bad_stag, 1, memory_order_relaxed);
+	if (req->bad_stag)
+		atomic_fetch_add_explicit(req->bad_stag, 1, memory_order_relaxed);
 }
 
-uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag,
+uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
 			     uint64_t to, uint64_t len, enum iw_mem_op op, enum iw_mem_layer layer,
 			     struct iw_mr_int **out_mr, uint8_t **out_ptr)
 {
-	struct iw_mr_int *mr = NULL;
 	enum fail f;
 
 	*out_mr = NULL;
-	pthread_mutex_lock(&t->lock);
-	f = check(t, pd, stag, to, len, op_rights(op), &mr);
-	if (f == OK)
-		grab(mr, to, out_mr, out_ptr);
-	pthread_mutex_unlock(&t->lock);
+	f = check(t, req->pd, stag, to, len, op_rights(op), out_mr, out_ptr);
 	if (f == OK)
 		return 0;
+	if (f == F_STAG || f == F_PD)
+		count_bad_stag(t, req);
 	return layer == IW_MEM_BY_DDP ? term_ddp[f] : term_rdmap[f];
 }
 
 int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const struct iw_sge *sge,
 		       enum iw_mem_op op, struct iw_mr_int **out_mr, uint8_t **out_ptr)
 {
-	struct iw_mr_int *mr = NULL;
 	enum fail f;
 
 	*out_mr = NULL;
@@ -342,59 +514,76 @@ int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const str
 			*out_ptr = NULL;
 		return 0;
 	}
-	pthread_mutex_lock(&t->lock);
-	f = check(t, pd, sge->lkey, sge->addr, sge->length, op_rights(op), &mr);
-	if (f == OK)
-		grab(mr, sge->addr, out_mr, out_ptr);
-	pthread_mutex_unlock(&t->lock);
+	f = check(t, pd, sge->lkey, sge->addr, sge->length, op_rights(op), out_mr, out_ptr);
 	return f == OK ? 0 : local_errno[f];
 }
 
 void iw_mem_put(struct iw_mr_int *mr)
 {
 	if (mr)
-		atomic_fetch_sub(&mr->busy, 1);
+		slot_put(slot_at(&mr->pub.context->mem, mr->pub.handle));
 }
 
+/* The MR is the caller's and registered: its slot cannot go meanwhile (a
+ * deregistration racing with this is the application's bug). */
 void iw_mem_hold(struct iw_mr_int *mr)
 {
-	struct iw_mem_table *t = &mr->pub.context->mem;
+	struct iw_stag_slot *s = slot_at(&mr->pub.context->mem, mr->pub.handle);
 
-	/* Under the lock like a check's reference: iw_dereg_mr reads busy
-	 * under it. */
-	pthread_mutex_lock(&t->lock);
-	atomic_fetch_add(&mr->busy, 1);
-	pthread_mutex_unlock(&t->lock);
+	atomic_fetch_add_explicit(&s->word, 1, memory_order_acquire);
+}
+
+unsigned iw_mem_refs(const struct iw_mr_int *mr)
+{
+	struct iw_stag_slot *s = slot_at(&mr->pub.context->mem, mr->pub.handle);
+
+	return (unsigned)(atomic_load(&s->word) & W_REFS);
+}
+
+bool iw_mem_is_valid(const struct iw_mr_int *mr)
+{
+	struct iw_stag_slot *s = slot_at(&mr->pub.context->mem, mr->pub.handle);
+
+	return atomic_load(&s->word) & W_VALID;
 }
 
 /* ------------------------------------------------------- invalidate, REG_MR */
 
-/* Why an invalidation is refused, or 0. Called locked. */
-static int invalidate_locked(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag,
+/* Why an invalidation is refused, or 0. Locked. */
+static int invalidate_locked(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
 			     bool remote)
 {
-	struct iw_mr_int *mr = lookup(t, stag);
+	struct iw_mr_int *mr = lookup_locked(t, stag);
+	struct iw_stag_slot *s;
 
-	if (!mr)
+	if (!mr) {
+		if (remote)
+			count_bad_stag(t, req);
 		return remote ? IW_TERM_RDMAP_OP_NOINV : -EINVAL;
-	if (mr->pub.pd != pd || !mr->fastreg)
+	}
+	if (mr->pub.pd != req->pd || !mr->fastreg) {
+		if (remote && mr->pub.pd != req->pd)
+			count_bad_stag(t, req);
 		return remote ? IW_TERM_RDMAP_PROT_NOINV : -EINVAL;
+	}
 	/* A peer may only revoke what it was given access to. */
 	if (remote && !(mr->access & ACCESS_REMOTE))
 		return IW_TERM_RDMAP_PROT_NOINV;
 	/* References held by placements in flight stay good: they already
 	 * passed their checks and hold the host pointer; only new accesses
 	 * see the STag as invalid. */
-	mr->state = IW_MR_INVALID;
+	s = slot_of(t, mr);
+	slot_set(s, W_PRESENT, iw_stag_key(stag));
 	return 0;
 }
 
-int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag, bool remote)
+int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
+		      bool remote)
 {
 	int ret;
 
 	pthread_mutex_lock(&t->lock);
-	ret = invalidate_locked(t, pd, stag, remote);
+	ret = invalidate_locked(t, req, stag, remote);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
@@ -414,20 +603,40 @@ static int fastreg_args_valid(int access, uint64_t iova, uint64_t length, const 
 static int fastreg_locked(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_int *mr,
 			  uint32_t key)
 {
-	uint32_t i = mr->pub.handle;
+	struct iw_stag_slot *s = slot_of(t, mr);
 
-	if (!mr->fastreg || i == 0 || i >= t->num_slots || t->slot[i] != mr)
+	if (!mr->fastreg || !s)
 		return -EINVAL;
 	if (mr->pub.pd != pd)
 		return -EACCES;
 	/* Must be invalidated first (verbs). Placements still holding a
 	 * reference from before the invalidation keep their host pointer
 	 * into the old buffer; re-registering does not wait for them. */
-	if (mr->state == IW_MR_VALID)
+	if (atomic_load(&s->word) & W_VALID)
 		return -EINVAL;
-	if (iw_stag_index(key) != i)
+	if (iw_stag_index(key) != mr->pub.handle)
 		return -EINVAL; /* the WR names another MR's STag */
 	return 0;
+}
+
+/* Rewrite the registration: the generation moves first (a check reading
+ * the fields now retries), then the fields, then the VALID word. */
+static void fastreg_write(struct iw_mr_int *mr, uint32_t key, int access, uint64_t iova,
+			  uint64_t length, void *addr)
+{
+	struct iw_stag_slot *s = slot_of(&mr->pub.context->mem, mr);
+	uint8_t k = iw_stag_key(key);
+
+	slot_set(s, W_PRESENT, w_key(atomic_load(&s->word)));
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&mr->access, access, memory_order_relaxed);
+	atomic_store_explicit(&mr->iova, iova, memory_order_relaxed);
+	atomic_store_explicit(&mr->len, length, memory_order_relaxed);
+	atomic_store_explicit(&mr->host, (uint8_t *)addr, memory_order_relaxed);
+	mr->pub.addr = addr;
+	mr->pub.length = (size_t)length;
+	mr->pub.lkey = mr->pub.rkey = make_stag(mr->pub.handle, k);
+	slot_set(s, W_PRESENT | W_VALID, k);
 }
 
 int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_int *mr,
@@ -439,19 +648,8 @@ int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_
 		return ret;
 	pthread_mutex_lock(&t->lock);
 	ret = fastreg_locked(t, pd, mr, key);
-	if (ret == 0) {
-		uint8_t k = iw_stag_key(key);
-
-		mr->access = access;
-		mr->iova = iova;
-		mr->len = length;
-		mr->host = addr;
-		mr->pub.addr = addr;
-		mr->pub.length = (size_t)length;
-		mr->pub.lkey = mr->pub.rkey = make_stag(mr->pub.handle, k);
-		t->key[mr->pub.handle] = (uint8_t)(k + 1);
-		mr->state = IW_MR_VALID;
-	}
+	if (ret == 0)
+		fastreg_write(mr, key, access, iova, length, addr);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
@@ -499,19 +697,18 @@ static struct iw_mr_int *mr_alloc(struct iw_pd *pd)
 	}
 	mr->pub.context = pd->context;
 	mr->pub.pd = pd;
-	atomic_init(&mr->busy, 0);
 	return mr;
 }
 
 /* Give a fully set up MR its STag: from here on checks can find it. On
  * failure mr is freed and NULL returned with errno set. */
-static struct iw_mr *mr_publish(struct iw_pd *pd, struct iw_mr_int *mr)
+static struct iw_mr *mr_publish(struct iw_pd *pd, struct iw_mr_int *mr, bool valid)
 {
 	struct iw_mem_table *t = &pd->context->mem;
 	int ret;
 
 	pthread_mutex_lock(&t->lock);
-	ret = slot_insert(t, mr);
+	ret = slot_insert(t, mr, valid);
 	pthread_mutex_unlock(&t->lock);
 	if (ret < 0) {
 		free(mr);
@@ -546,8 +743,7 @@ IW_EXPORT struct iw_mr *iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, i
 	mr->iova = (uintptr_t)addr;
 	mr->len = length;
 	mr->host = addr;
-	mr->state = IW_MR_VALID;
-	return mr_publish(pd, mr);
+	return mr_publish(pd, mr, true);
 }
 
 /* A fast-reg MR starts INVALID with no access and no buffer; its first
@@ -564,34 +760,44 @@ IW_EXPORT struct iw_mr *iw_alloc_mr(struct iw_pd *pd, uint32_t max_num_sg)
 	mr = mr_alloc(pd);
 	if (!mr)
 		return NULL;
-	mr->state = IW_MR_INVALID;
 	mr->fastreg = true;
 	mr->max_num_sg = max_num_sg;
-	return mr_publish(pd, mr);
+	return mr_publish(pd, mr, false);
+}
+
+/* Take mr's slot back: only with no reference, and by compare-and-swap,
+ * so that no check can add one meanwhile. Locked. */
+static int slot_remove(struct iw_mem_table *t, struct iw_mr_int *mr)
+{
+	struct iw_stag_slot *s = slot_of(t, mr);
+	uint64_t w;
+
+	if (!s)
+		return EINVAL;
+	w = atomic_load(&s->word);
+	do {
+		if (w & W_REFS)
+			return EBUSY;
+	} while (!atomic_compare_exchange_weak(&s->word, &w, w_next(w, 0, w_key(w))));
+	atomic_store(&s->mr, NULL);
+	t->free_idx[t->num_free++] = mr->pub.handle;
+	return 0;
 }
 
 IW_EXPORT int iw_dereg_mr(struct iw_mr *pub)
 {
-	struct iw_mr_int *mr = iw_mr_int(pub);
 	struct iw_mem_table *t;
-	uint32_t i;
+	int ret;
 
 	if (!pub)
 		return 0;
 	t = &pub->context->mem;
-	i = pub->handle;
 	pthread_mutex_lock(&t->lock);
-	if (i == 0 || i >= t->num_slots || t->slot[i] != mr) {
-		pthread_mutex_unlock(&t->lock);
-		return EINVAL;
-	}
-	if (atomic_load(&mr->busy) > 0) {
-		pthread_mutex_unlock(&t->lock);
-		return EBUSY;
-	}
-	slot_remove(t, i);
+	ret = slot_remove(t, iw_mr_int(pub));
 	pthread_mutex_unlock(&t->lock);
+	if (ret)
+		return ret;
 	atomic_fetch_sub(&pub->pd->use, 1);
-	free(mr);
+	free(pub);
 	return 0;
 }

@@ -2,9 +2,19 @@
 /*
  * Protection domains, memory regions and the STag table (RFC 5040 section
  * 7 access checks). An STag is (index << 8) | key: a 24-bit slot index and
- * an 8-bit key that changes every time the slot is (re-)registered, so a
- * stale STag held by a peer never matches a new registration. STag 0 is
- * never valid (index 0 is not used).
+ * an 8-bit key. Both are drawn from a per-context CSPRNG (base/csprng.h):
+ * the slot at random among the free ones, the key at random but never the
+ * one the slot's previous registration had, so neither a stale STag nor a
+ * guess made from other STags of this or another process finds a region
+ * (RFC 5042 section 5; ReDMArk, USENIX Security 2021). Index 0 is never
+ * used, which keeps STag 0 and the values zero-length frames carry (1 for
+ * our RTRs and wake-ups as for siw's, 2 for Chelsio's: interop.md rule 4)
+ * out of the table.
+ *
+ * Lookups are lock-free (mem.c): each slot has one 64-bit word holding the
+ * references, the key, the PRESENT and VALID bits and a generation, so a
+ * check takes its reference with one compare-and-swap. Registration,
+ * invalidation and deregistration serialise on the table's mutex.
  *
  * Deregistration while in use is refused (EBUSY): posted WRs and inbound
  * placements hold a reference on the MR from check to release, so a
@@ -18,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/csprng.h"
 #include "iwarp/verbs.h"
 
 struct iw_pd {
@@ -26,22 +37,18 @@ struct iw_pd {
 	atomic_int use; /* MRs, QPs and SRQs created on it */
 };
 
-enum iw_mr_state {
-	IW_MR_INVALID = 0, /* fast-reg MR not registered, or invalidated */
-	IW_MR_VALID,
-};
-
-/* The library's MR; the public struct iw_mr is its first member. */
+/* The library's MR; the public struct iw_mr is its first member. The
+ * registration fields are atomics because a lock-free check may read them
+ * while a REG_MR rewrites them (it then sees the generation move and
+ * retries); everywhere else plain reads of them are fine. */
 struct iw_mr_int {
 	struct iw_mr pub;
-	int access;           /* IW_ACCESS_* */
-	uint64_t iova;        /* tagged offset of the first octet (== addr for iw_reg_mr) */
-	uint64_t len;
-	uint8_t *host;        /* host address of the first octet */
-	enum iw_mr_state state;
-	bool fastreg;         /* created by iw_alloc_mr */
+	_Atomic int access;        /* IW_ACCESS_* */
+	_Atomic uint64_t iova;     /* tagged offset of the first octet (== addr for iw_reg_mr) */
+	_Atomic uint64_t len;
+	uint8_t *_Atomic host;     /* host address of the first octet */
+	bool fastreg;              /* created by iw_alloc_mr */
 	uint32_t max_num_sg;
-	atomic_int busy;      /* references from WRs and placements in flight */
 };
 
 static inline struct iw_mr_int *iw_mr_int(struct iw_mr *mr)
@@ -62,16 +69,36 @@ static inline uint8_t iw_stag_key(uint32_t stag)
 	return (uint8_t)(stag & 0xFF);
 }
 
-/* The per-context STag table. */
-struct iw_mem_table {
-	pthread_mutex_t lock;
-	struct iw_mr_int **slot; /* slot[index], index >= 1 */
-	uint8_t *key;            /* next key per slot */
-	uint32_t num_slots;
-	uint32_t free_head;      /* free list threaded through unused slots, 0 = none */
-	uint32_t *free_next;
+/* One STag slot (mem.c has the word's layout). */
+struct iw_stag_slot {
+	_Atomic uint64_t word;
+	struct iw_mr_int *_Atomic mr;
 };
 
+/* Slots live in chunks that never move: chunk 0 holds indices 0..63,
+ * chunk c >= 1 indices [32 << c, 64 << c), so 19 chunks cover 2^24. */
+#define IW_STAG_CHUNKS 19
+
+/* The per-context STag table. */
+struct iw_mem_table {
+	pthread_mutex_t lock;      /* writers: (de)registration, invalidation */
+	struct iw_stag_slot *_Atomic chunk[IW_STAG_CHUNKS];
+	uint32_t num_slots;        /* indices covered by the chunks (lock) */
+	uint32_t *free_idx;        /* unused indices, in no order (lock) */
+	uint32_t num_free;
+	struct iw_csprng rng;      /* slots and keys (lock) */
+	atomic_ulong bad_stag;     /* remote accesses refused for their STag */
+};
+
+/* Who makes a remote access: the QP's PD and number, and the QP's own
+ * count of accesses refused for their STag (NULL: none). */
+struct iw_mem_req {
+	const struct iw_pd *pd;
+	uint32_t qp_num;
+	atomic_ulong *bad_stag;
+};
+
+/* 0, or -errno (the mutex, or no seed from the kernel). */
 int iw_mem_table_init(struct iw_mem_table *t);
 void iw_mem_table_cleanup(struct iw_mem_table *t);
 
@@ -89,20 +116,23 @@ enum iw_mem_op {
  * (Write, Read Response), RDMAP for a Read Request's source and atomics. */
 enum iw_mem_layer { IW_MEM_BY_DDP, IW_MEM_BY_RDMAP };
 
-/* Check a peer's tagged access of len octets at (stag, to) for op under
- * pd, and on success take a reference on the MR and return its host
+/* Check a peer's tagged access of len octets at (stag, to) for op by req,
+ * and on success take a reference on the MR and return its host
  * pointer. Returns 0, or the TERMINATE triple (IW_TERM packing) naming the
  * first check that failed in this order: STag known and valid, PD, access
  * rights, TO wrap, base and bounds. len 0 is valid anywhere inside or at the
- * end of the region. Thread safe. */
-uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag,
+ * end of the region. An access refused for its STag (unknown, stale,
+ * invalid, another PD's) is counted in the table and in *req->bad_stag.
+ * Thread safe, lock-free. */
+uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
 			     uint64_t to, uint64_t len, enum iw_mem_op op, enum iw_mem_layer layer,
 			     struct iw_mr_int **out_mr, uint8_t **out_ptr);
 
 /* Check a local SGE (lkey, addr, length) for op under pd; on success take a
  * reference and return the host pointer. 0 or -EINVAL (unknown/invalid
  * lkey, other PD), -EACCES (rights), -EFAULT (outside the region). A
- * zero-length SGE is valid and takes no reference (*out_mr = NULL). */
+ * zero-length SGE is valid and takes no reference (*out_mr = NULL).
+ * Lock-free. */
 int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const struct iw_sge *sge,
 		       enum iw_mem_op op, struct iw_mr_int **out_mr, uint8_t **out_ptr);
 
@@ -113,13 +143,15 @@ void iw_mem_put(struct iw_mr_int *mr);
  * it will register: deregistration is refused until iw_mem_put. */
 void iw_mem_hold(struct iw_mr_int *mr);
 
-/* Invalidate stag under pd. remote: by a peer's Send with Invalidate (the
+/* Invalidate stag under req->pd. remote: by a peer's Send with Invalidate (the
  * MR must allow remote access), else a LOCAL_INV WR. Only fast-reg MRs
  * (iw_alloc_mr) can be invalidated; an already invalid one succeeds again.
  * Returns 0, or for the remote case a TERMINATE triple: RDMAP 0/2/0x09 for
  * an unknown or stale STag, 0/1/0x09 for another PD's MR or one that cannot
- * be invalidated (see mem.c); -EINVAL locally. */
-int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag, bool remote);
+ * be invalidated (see mem.c); -EINVAL locally. A remote one refused for
+ * its STag is counted as a refused access. */
+int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
+		      bool remote);
 
 /* A REG_MR work request: register mr (made by iw_alloc_mr, currently
  * invalid) with the STag key, access, iova, length and host address. key is
@@ -133,5 +165,10 @@ int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_
 /* Access flag rule shared by reg_mr and fastreg: REMOTE_WRITE or
  * REMOTE_ATOMIC without LOCAL_WRITE, or unknown bits, are invalid. */
 bool iw_mem_access_valid(int access);
+
+/* For tests and diagnostics: the references held on mr, and whether its
+ * STag is VALID now. */
+unsigned iw_mem_refs(const struct iw_mr_int *mr);
+bool iw_mem_is_valid(const struct iw_mr_int *mr);
 
 #endif

@@ -121,6 +121,7 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 		return NULL;
 	}
 	qp->qp_num = atomic_fetch_add(&pd->context->next_qpn, 1) + 1;
+	qp->mreq = (struct iw_mem_req){.pd = pd, .qp_num = qp->qp_num, .bad_stag = &qp->bad_stag};
 	qp->max_rd_atomic = qp->max_dest_rd_atomic = 16;
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->state = IW_QPS_RESET;

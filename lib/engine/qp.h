@@ -153,6 +153,8 @@ struct iw_qp {
 	bool sq_sig_all;
 	struct iw_qp_cap cap;
 	struct iw_qp_init_attr init_attr;
+	struct iw_mem_req mreq; /* this QP as the requester of remote accesses */
+	atomic_ulong bad_stag;  /* remote accesses refused for their STag */
 
 	pthread_mutex_t lock;
 	enum iw_qp_state state;

@@ -93,7 +93,7 @@ static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
 		qp->in.skip = true;
 		return 0;
 	}
-	return iw_mem_check_remote(&qp->context->mem, qp->pd, s->ddp.stag, s->ddp.to,
+	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
 				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
 				   &qp->in.dst);
 }
@@ -125,7 +125,7 @@ static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	if (s->ddp.to < w->sge[0].addr ||
 	    s->ddp.to - w->sge[0].addr + s->payload_len > w->sge[0].length)
 		return IW_TERM_DDP_T_BASE_BOUNDS;
-	return iw_mem_check_remote(&qp->context->mem, qp->pd, s->ddp.stag, s->ddp.to,
+	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
 				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
 				   &qp->in.dst);
 }
@@ -163,7 +163,7 @@ static uint16_t hdr_read_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	e->len = r->read_size;
 	if (r->read_size == 0)
 		return 0;
-	return iw_mem_check_remote(&qp->context->mem, qp->pd, r->src_stag, r->src_to,
+	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, r->src_stag, r->src_to,
 				   r->read_size, IW_MEM_REMOTE_READ, IW_MEM_BY_RDMAP, &e->mr, &e->src);
 }
 
@@ -181,7 +181,7 @@ static uint16_t hdr_atomic_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	memset(e, 0, sizeof(*e));
 	e->atomic = true;
 	e->req_id = a->req_id;
-	uint16_t t = iw_mem_check_remote(&qp->context->mem, qp->pd, a->stag, a->to, 8,
+	uint16_t t = iw_mem_check_remote(&qp->context->mem, &qp->mreq, a->stag, a->to, 8,
 					 IW_MEM_REMOTE_ATOMIC, IW_MEM_BY_RDMAP, &e->mr, &e->src);
 	/* An aligned TO is not enough: a fast-reg MR may map it to a host
 	 * address of another alignment, and the 64-bit atomic needs one. */
@@ -329,7 +329,7 @@ static uint16_t end_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned 
 	if (op == IW_OP_SEND_SE || op == IW_OP_SEND_SE_INV)
 		flags |= IW_WC_SOLICITED;
 	if (op == IW_OP_SEND_INV || op == IW_OP_SEND_SE_INV) {
-		int t = iw_mem_invalidate(&qp->context->mem, qp->pd, s->ddp.inv_stag, true);
+		int t = iw_mem_invalidate(&qp->context->mem, &qp->mreq, s->ddp.inv_stag, true);
 		if (t)
 			return (uint16_t)t;
 		flags |= IW_WC_WITH_INV;

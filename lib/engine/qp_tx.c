@@ -293,7 +293,7 @@ static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
 {
 	int rc;
 	if (w->opcode == IW_WR_LOCAL_INV)
-		rc = iw_mem_invalidate(&qp->context->mem, qp->pd, w->imm_or_inv, false);
+		rc = iw_mem_invalidate(&qp->context->mem, &qp->mreq, w->imm_or_inv, false);
 	else
 		rc = iw_mem_fastreg(&qp->context->mem, qp->pd, w->reg_mr, w->reg_key,
 				    w->reg_access, w->reg_iova, w->reg_len, w->reg_addr);
