@@ -1014,6 +1014,44 @@ START_TEST(test_fence_and_order)
 }
 END_TEST
 
+/* FENCE holds the whole send queue (iw_post_send(3)): a Send posted after
+ * a fenced one waits with it, though it is not fenced itself. */
+START_TEST(test_fence_head_of_line)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 4096, ACC_RD);
+	struct buf *sink = buf_new(&w, w.pd, 4096, ACC_RW);
+	struct buf *m = buf_new(&w, w.pd, 64, 0);
+	struct buf *r = buf_new(&w, w.pd, 128, IW_ACCESS_LOCAL_WRITE);
+	fill(src->p, 4096, 11);
+	post_recv_buf(B->qp, 50, r, 0, 64);
+	post_recv_buf(B->qp, 51, r, 64, 64);
+	struct iw_sge sg = sge_of(sink, 0, 4096);
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, src->p, src->mr->rkey), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 2, IW_SEND_FENCE, m, 64), 0);
+	ck_assert_int_eq(post_send_buf(A->qp, 3, 0, m, 64), 0);
+	pump_dir(&w, 0);
+	ck_assert_uint_eq(A->tap.nseg, 1u); /* the Read Request, nothing behind it */
+	expect_empty(B->rcq);
+	pump_dir(&w, 1); /* the Read Response opens the fence */
+	pump(&w);
+	ck_assert_uint_eq(A->tap.nseg, 3u);
+	ck_assert_uint_eq(A->tap.log[1].op, IW_OP_SEND);
+	ck_assert_uint_eq(A->tap.log[2].op, IW_OP_SEND);
+	expect_wc(B->rcq, 50, IW_WC_SUCCESS, IW_WC_RECV);
+	expect_wc(B->rcq, 51, IW_WC_SUCCESS, IW_WC_RECV);
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(A->scq, 3, IW_WC_SUCCESS, IW_WC_SEND);
+	ck_assert(memcmp(src->p, sink->p, 4096) == 0);
+	world_free(&w);
+}
+END_TEST
+
 /* Unsignaled WRs complete silently, and the ring wraps many times. */
 START_TEST(test_unsignaled)
 {
@@ -1269,6 +1307,52 @@ START_TEST(test_reg_mr_local_inv)
 	expect_pair_terminate(&w, 1, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR);
 	/* The Write left A whole: it completed when written. */
 	expect_wc(A->scq, 5, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* A WR that uses a fast-reg MR locally is checked when it is posted
+ * (iw_alloc_mr(3)): behind its REG_MR in the same post it is refused, as
+ * the MR is still invalid; after the REG_MR's completion it goes, with the
+ * SGE in the registration's iova space (0 here, not the buffer's address). */
+START_TEST(test_reg_mr_then_local_use)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0];
+	struct iw_mr *fr = iw_alloc_mr(w.pd, 1);
+	ck_assert_ptr_nonnull(fr);
+	struct buf *mem = buf_new(&w, NULL, 4096, 0);
+	struct buf *src = buf_new(&w, w.pd, 4096, ACC_RD);
+	fill(src->p, 4096, 12);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	struct iw_send_wr reg = wr_of(1, IW_WR_REG_MR, IW_SEND_SIGNALED, NULL, 0);
+	reg.reg.mr = fr;
+	reg.reg.key = key;
+	reg.reg.access = ACC_RW;
+	reg.reg.iova = 0;
+	reg.reg.length = 4096;
+	reg.reg.addr = mem->p;
+	struct iw_sge sg = {.addr = 0, .length = 4096, .lkey = key};
+	struct iw_send_wr rd = wr_of(2, IW_WR_RDMA_READ, IW_SEND_SIGNALED, &sg, 1);
+	rd.wr.rdma.remote_addr = (uintptr_t)src->p;
+	rd.wr.rdma.rkey = src->mr->rkey;
+	reg.next = &rd;
+	struct iw_send_wr *bad = NULL;
+	ck_assert_int_eq(iw_post_send(A->qp, &reg, &bad), EINVAL);
+	ck_assert_ptr_eq(bad, &rd);
+	pump(&w);
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_REG_MR);
+	ck_assert_uint_eq(fr->lkey, key);
+	rd.next = NULL;
+	ck_assert_int_eq(post_wr(A->qp, &rd), 0);
+	pump(&w);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	expect_empty(A->scq);
+	ck_assert(memcmp(mem->p, src->p, 4096) == 0);
 	ck_assert_int_eq(iw_dereg_mr(fr), 0);
 	world_free(&w);
 }
@@ -3072,12 +3156,14 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_rtr, 0, 6);
 	tcase_add_loop_test(tc, test_ord, 0, 4);
 	tcase_add_loop_test(tc, test_fence_and_order, 0, 2);
+	tcase_add_test(tc, test_fence_head_of_line);
 	tcase_add_test(tc, test_unsignaled);
 	tcase_add_loop_test(tc, test_inline, 0, 2);
 	tcase_add_test(tc, test_post_errors);
 	tcase_add_test(tc, test_reg_mr_local_inv);
 	tcase_add_test(tc, test_local_wr_error);
 	tcase_add_test(tc, test_reg_mr_holds_mr);
+	tcase_add_test(tc, test_reg_mr_then_local_use);
 	tcase_add_loop_test(tc, test_send_with_inv, 0, 2);
 	tcase_add_test(tc, test_srq);
 	tcase_add_test(tc, test_rfc7306_refused);
