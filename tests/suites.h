@@ -20,6 +20,7 @@ Suite *suite_cq(void);
 Suite *suite_mpa_hs(void);
 Suite *suite_loopback(void);
 Suite *suite_qp(void);
+Suite *suite_conn(void);
 Suite *suite_trace(void);
 
 #endif

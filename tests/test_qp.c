@@ -29,6 +29,7 @@
 #include "engine/cq.h"
 #include "engine/qp.h"
 #include "engine/srq.h"
+#include "mempump.h"
 #include "suites.h"
 
 /* ================================================================ helpers */
@@ -78,7 +79,6 @@ static void buf_check(const struct buf *b)
 	}
 }
 
-enum feed_mode { FEED_WHOLE, FEED_BYTES, FEED_RANDOM, FEED_DIRECT, NUM_FEED };
 
 /* What one end put on the wire, as an independent decoder saw it. */
 struct tap_seg {
@@ -130,20 +130,11 @@ struct world {
 	struct cfg cfg;
 	int nends;
 	struct end e[MAX_ENDS];
-	enum feed_mode mode;
-	bool partial; /* TCP takes a random prefix of each batch */
+	struct mp mp; /* the shared in-memory pump (mode, partial, stage) */
 	bool tap;
 	uint32_t rng;
-	uint64_t direct; /* octets placed through iw_qp_rx_direct */
-	uint8_t *stage;
-	size_t stage_cap;
 	struct buf bufs[MAX_BUFS];
 };
-
-static uint32_t rnd(struct world *w)
-{
-	return xorshift(&w->rng);
-}
 
 static struct buf *buf_new(struct world *w, struct iw_pd *pd, size_t len, int access)
 {
@@ -382,7 +373,7 @@ static void world_free(struct world *w)
 	ck_assert_int_eq(iw_dealloc_pd(w->pd), 0);
 	ck_assert_int_eq(iw_dealloc_pd(w->pd2), 0);
 	iw_context_core_free(w->ctx);
-	free(w->stage);
+	mp_free(&w->mp);
 }
 
 /* ---------------------------------------------------------------- tap */
@@ -444,96 +435,56 @@ static void tap_feed(struct world *w, int from, const uint8_t *p, size_t n)
 
 /* ---------------------------------------------------------------- pump */
 
-static void stage_reserve(struct world *w, size_t n)
+/* The QP as a mempump end. */
+static int qp_tx_iov(void *e, struct iovec *iov, int cap)
 {
-	if (n <= w->stage_cap)
-		return;
-	free(w->stage);
-	w->stage_cap = n < 65536 ? 65536 : n;
-	w->stage = malloc(w->stage_cap);
-	ck_assert_ptr_nonnull(w->stage);
+	return iw_qp_tx_iov(e, iov, cap);
 }
 
-/* Take what qp has to send into w->stage (in partial mode a random prefix
- * from a random number of iovecs) and report it written. */
-static size_t take_tx(struct world *w, struct iw_qp *qp)
+static void qp_tx_sent(void *e, size_t n)
 {
-	static struct iovec iov[IW_TXQ_IOV];
-	int cap = w->partial ? 1 + (int)(rnd(w) % 8) : IW_TXQ_IOV;
-	int n = iw_qp_tx_iov(qp, iov, cap);
-	if (n < 0)
-		ck_abort_msg("iw_qp_tx_iov: %d", n);
-	size_t total = 0;
-	for (int i = 0; i < n; i++)
-		total += iov[i].iov_len;
-	if (w->partial && total > 1 && (rnd(w) & 1))
-		total = 1 + rnd(w) % total;
-	stage_reserve(w, total);
-	size_t off = 0;
-	for (int i = 0; i < n && off < total; i++) {
-		size_t k = iov[i].iov_len < total - off ? iov[i].iov_len : total - off;
-		memcpy(w->stage + off, iov[i].iov_base, k);
-		off += k;
-	}
-	if (total)
-		iw_qp_tx_sent(qp, total);
-	return total;
+	iw_qp_tx_sent(e, n);
 }
 
-static size_t feed_chunk(struct world *w, size_t left)
+static int qp_rx(void *e, const uint8_t *p, size_t n)
 {
-	size_t n = left;
-	switch (w->mode) {
-	case FEED_BYTES:
-		n = 1;
-		break;
-	case FEED_RANDOM:
-		n = (rnd(w) & 3) ? 1 + rnd(w) % 7 : 1 + rnd(w) % 5000;
-		break;
-	case FEED_DIRECT:
-		n = 1 + rnd(w) % 24;
-		break;
-	default:
-		break;
-	}
-	return n < left ? n : left;
+	size_t used = 0;
+	int rc = iw_qp_rx(e, p, n, &used);
+	if (rc || used != n)
+		ck_abort_msg("iw_qp_rx: rc %d, %zu of %zu consumed", rc, used, n);
+	return 0;
 }
 
-/* The glue's recv() straight into the destination, when the engine offers. */
-static bool feed_direct(struct world *w, struct iw_qp *qp, const uint8_t *p, size_t left,
-			size_t *used)
+static size_t qp_rx_direct(void *e, uint8_t **dst)
 {
-	uint8_t *dst = NULL;
-	size_t n = iw_qp_rx_direct(qp, &dst);
-	if (n == 0)
-		return false;
-	if (n > left)
-		n = left;
-	memcpy(dst, p, n);
-	int rc = iw_qp_rx_direct_done(qp, n);
+	return iw_qp_rx_direct(e, dst);
+}
+
+static int qp_rx_placed(void *e, size_t n)
+{
+	int rc = iw_qp_rx_direct_done(e, n);
 	if (rc)
 		ck_abort_msg("iw_qp_rx_direct_done: %d", rc);
-	w->direct += n;
-	*used = n;
-	return true;
+	return 0;
+}
+
+static const struct mp_ops qp_end = {qp_tx_iov, qp_tx_sent, qp_rx, qp_rx_direct, qp_rx_placed};
+
+/* Take what qp has to send into w->mp.stage (in partial mode a random
+ * prefix from a random number of iovecs) and report it written. */
+static size_t take_tx(struct world *w, struct iw_qp *qp)
+{
+	w->mp.rng = &w->rng;
+	long n = mp_take(&w->mp, &qp_end, qp);
+	if (n < 0)
+		ck_abort_msg("iw_qp_tx_iov failed");
+	return (size_t)n;
 }
 
 static void feed(struct world *w, struct iw_qp *qp, const uint8_t *p, size_t len)
 {
-	size_t pos = 0;
-	while (pos < len) {
-		size_t n = 0;
-		if (w->mode == FEED_DIRECT && feed_direct(w, qp, p + pos, len - pos, &n)) {
-			pos += n;
-			continue;
-		}
-		n = feed_chunk(w, len - pos);
-		size_t used = 0;
-		int rc = iw_qp_rx(qp, p + pos, n, &used);
-		if (rc || used != n)
-			ck_abort_msg("iw_qp_rx: rc %d, %zu of %zu consumed", rc, used, n);
-		pos += n;
-	}
+	w->mp.rng = &w->rng;
+	ck_assert_int_eq(mp_feed(&w->mp, &qp_end, qp, p, len), 0);
 }
 
 /* One batch from end `from` to its peer; returns the octets moved. */
@@ -543,8 +494,8 @@ static size_t pump_dir(struct world *w, int from)
 	size_t n = take_tx(w, e->qp);
 	if (n) {
 		if (w->tap)
-			tap_feed(w, from, w->stage, n);
-		feed(w, w->e[from ^ 1].qp, w->stage, n);
+			tap_feed(w, from, w->mp.stage, n);
+		feed(w, w->e[from ^ 1].qp, w->mp.stage, n);
 	}
 	e->events |= iw_qp_take_events(e->qp);
 	w->e[from ^ 1].events |= iw_qp_take_events(w->e[from ^ 1].qp);
@@ -702,11 +653,11 @@ START_TEST(test_xfer_matrix)
 	world_start(&w);
 	for (size_t k = 0; k < NUM_SIZES; k++) {
 		size_t len = xfer_sizes[k];
-		w.mode = (enum feed_mode)((i + k) % NUM_FEED);
-		if (w.mode == FEED_BYTES && len > 65536)
-			w.mode = FEED_RANDOM;
-		w.partial = (k + i) & 1;
-		uint64_t direct0 = w.direct;
+		w.mp.mode = (enum mp_mode)((i + k) % MP_NUM_MODES);
+		if (w.mp.mode == MP_BYTES && len > 65536)
+			w.mp.mode = MP_RANDOM;
+		w.mp.partial = (k + i) & 1;
+		uint64_t direct0 = w.mp.direct;
 		uint32_t seed = (uint32_t)(i * 100 + k + 1);
 		if (op == X_SEND)
 			xfer_send(&w, s, len, seed, k & 1);
@@ -714,8 +665,8 @@ START_TEST(test_xfer_matrix)
 			xfer_write(&w, s, len, seed);
 		else
 			xfer_read(&w, s, len, seed);
-		if (w.mode == FEED_DIRECT && len >= 4096)
-			ck_assert_uint_gt(w.direct, direct0);
+		if (w.mp.mode == MP_DIRECT && len >= 4096)
+			ck_assert_uint_gt(w.mp.direct, direct0);
 		tap_check(&w);
 	}
 	for (int e = 0; e < 2; e++) {
@@ -738,8 +689,8 @@ START_TEST(test_stream_mixed)
 	struct cfg g = {.crc = _i & 1, .mk_ab = _i & 2, .mk_ba = _i & 1, .emss = 9000};
 	struct world w;
 	world_new(&w, &g);
-	w.mode = (enum feed_mode)(_i % NUM_FEED);
-	w.partial = true;
+	w.mp.mode = (enum mp_mode)(_i % MP_NUM_MODES);
+	w.mp.partial = true;
 	world_start(&w);
 	enum { N = 40 };
 	struct buf *src[2], *dst[2], *rsrc[2];
@@ -839,7 +790,7 @@ START_TEST(test_rtr)
 	struct cfg g = {.p2p = true, .rtr = rtrs[_i % 3], .crc = _i >= 3, .mk_ab = _i >= 3};
 	struct world w;
 	world_new(&w, &g);
-	w.mode = (enum feed_mode)(_i % NUM_FEED);
+	w.mp.mode = (enum mp_mode)(_i % MP_NUM_MODES);
 	struct end *A = &w.e[0], *B = &w.e[1];
 	struct buf *bsrc = buf_new(&w, w.pd, 100, ACC_RD);
 	struct buf *bdst = buf_new(&w, w.pd, 100, ACC_RW);
@@ -936,8 +887,8 @@ START_TEST(test_ord)
 	struct cfg g = {.ord = (uint16_t)(1 + _i), .ird = (uint16_t)(1 + _i), .emss = 1460};
 	struct world w;
 	world_new(&w, &g);
-	w.mode = FEED_RANDOM;
-	w.partial = _i & 1;
+	w.mp.mode = MP_RANDOM;
+	w.mp.partial = _i & 1;
 	world_start(&w);
 	struct iw_qp_attr qa;
 	ck_assert_int_eq(iw_query_qp(w.e[0].qp, &qa, IW_QP_MAX_QP_RD_ATOMIC, NULL), 0);
@@ -1477,7 +1428,7 @@ START_TEST(test_srq)
 	struct cfg g = {.srq = true, .nqp = 4, .crc = true};
 	struct world w;
 	world_new(&w, &g);
-	w.mode = FEED_RANDOM;
+	w.mp.mode = MP_RANDOM;
 	world_start(&w);
 	struct buf *r = buf_new(&w, w.pd, 16 * 128, IW_ACCESS_LOCAL_WRITE);
 	struct buf *m = buf_new(&w, w.pd, 256, 0);
@@ -1563,7 +1514,7 @@ START_TEST(test_rfc7306_ops)
 	struct cfg g = {.create_flags = IW_QP_CREATE_RFC7306, .crc = _i, .mk_ab = _i};
 	struct world w;
 	world_new(&w, &g);
-	w.mode = (enum feed_mode)(_i ? FEED_BYTES : FEED_DIRECT);
+	w.mp.mode = (enum mp_mode)(_i ? MP_BYTES : MP_DIRECT);
 	world_start(&w);
 	struct end *A = &w.e[0], *B = &w.e[1];
 	struct buf *tgt = buf_new(&w, w.pd, 64, ACC_ALL);
@@ -1667,7 +1618,7 @@ START_TEST(test_conn_lost)
 	ck_assert_int_eq(post_send_buf(A->qp, 5, IW_SEND_SIGNALED, m, 10), 0);
 	if (_i == 1) {
 		/* A prefix of the first batch is written: less than Send 1. */
-		w.partial = true;
+		w.mp.partial = true;
 		pump_dir(&w, 0);
 	} else if (_i == 2) {
 		/* All of A's octets arrive; B owes the Read Response. */
@@ -1885,7 +1836,7 @@ static void host_drain(struct host *h)
 		size_t n = take_tx(h->w, h->qp);
 		if (!n)
 			break;
-		const uint8_t *p = h->w->stage;
+		const uint8_t *p = h->w->mp.stage;
 		while (n && !h->rx_err) {
 			struct iw_rx_event ev;
 			size_t used = 0;
@@ -1924,7 +1875,7 @@ enum hflags {
 	HF_SMALL_RQ = 1 << 7, /* an RQ of four WRs */
 };
 
-static void hfix_init(struct hfix *f, unsigned flags, enum feed_mode mode)
+static void hfix_init(struct hfix *f, unsigned flags, enum mp_mode mode)
 {
 	memset(f, 0, sizeof(*f));
 	struct cfg g = {
@@ -1942,7 +1893,7 @@ static void hfix_init(struct hfix *f, unsigned flags, enum feed_mode mode)
 	};
 	struct world *w = &f->w;
 	world_new(w, &g);
-	w->mode = mode;
+	w->mp.mode = mode;
 	w->tap = false;
 	w->e[0].conn.peer_siw_term = flags & HF_SIW;
 	f->qp = w->e[0].qp;
@@ -2599,8 +2550,8 @@ START_TEST(test_hostile)
 		flags |= HF_CRC;
 	if (v & 2)
 		flags |= HF_MK_IN | HF_MK_OUT;
-	static const enum feed_mode modes[HVARIANTS] = {FEED_WHOLE, FEED_BYTES, FEED_RANDOM,
-							FEED_DIRECT};
+	static const enum mp_mode modes[HVARIANTS] = {MP_WHOLE, MP_BYTES, MP_RANDOM,
+							MP_DIRECT};
 	struct hfix f;
 	hfix_init(&f, flags, modes[v]);
 	c->act(&f);
@@ -2616,7 +2567,7 @@ START_TEST(test_hostile_bad_stag_counted)
 {
 	struct iw_stag_stats q, c0, c1;
 	struct hfix f;
-	hfix_init(&f, HF_CRC, FEED_WHOLE);
+	hfix_init(&f, HF_CRC, MP_WHOLE);
 	ck_assert_int_eq(iw_query_stag_stats(f.w.ctx, &c0), 0);
 	a_write_inv_stag(&f);
 	hfix_expect_term(&f, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR, COPY_DDP);
@@ -2629,7 +2580,7 @@ START_TEST(test_hostile_bad_stag_counted)
 	ck_assert_int_eq(iw_query_stag_stats(f.w.ctx, NULL), EINVAL);
 	world_free(&f.w);
 
-	hfix_init(&f, HF_CRC, FEED_WHOLE);
+	hfix_init(&f, HF_CRC, MP_WHOLE);
 	a_write_bounds(&f);
 	hfix_expect_term(&f, IW_TERM_DDP_T_BASE_BOUNDS, IW_EVENT_QP_ACCESS_ERR, COPY_DDP);
 	ck_assert_int_eq(iw_query_qp_stag_stats(f.qp, &q), 0);
@@ -2643,7 +2594,7 @@ END_TEST
 START_TEST(test_hostile_benign)
 {
 	struct hfix f;
-	hfix_init(&f, HF_CRC | (_i ? HF_MK_IN | HF_MK_OUT : 0), (enum feed_mode)(_i % NUM_FEED));
+	hfix_init(&f, HF_CRC | (_i ? HF_MK_IN | HF_MK_OUT : 0), (enum mp_mode)(_i % MP_NUM_MODES));
 	host_write(&f.h, 0, 0, NULL, 0);
 	host_write(&f.h, 0x00ABCD00u, UINT64_MAX, NULL, 0);
 	uint8_t d[40];
@@ -2713,7 +2664,7 @@ START_TEST(test_peer_terminate)
 {
 	bool siw = _i & 1;
 	struct hfix f;
-	hfix_init(&f, (siw ? HF_SIW : 0) | ((_i & 2) ? HF_CRC : 0), (enum feed_mode)(_i % NUM_FEED));
+	hfix_init(&f, (siw ? HF_SIW : 0) | ((_i & 2) ? HF_CRC : 0), (enum mp_mode)(_i % MP_NUM_MODES));
 	uint8_t hdr[IW_FPDU_HDR_MAX];
 	size_t hl = hb_untagged(hdr, IW_OP_TERMINATE, IW_QN_TERMINATE, 1, 0, true);
 	uint16_t term = IW_TERM_RDMAP_ACCESS;
@@ -2762,17 +2713,17 @@ END_TEST
  * peer's and flush everything not done, in order, with the triple. */
 struct crc_case {
 	uint32_t nth;
-	enum feed_mode mode;
+	enum mp_mode mode;
 	bool markers; /* on A -> B, where the corrupted CRC travels */
 	size_t len1;
 };
 
 static const struct crc_case crc_cases[] = {
-	{1, FEED_WHOLE, false, 100},   /* Send 1 */
-	{2, FEED_BYTES, false, 100},   /* Send 2 */
-	{3, FEED_RANDOM, true, 100},   /* Read Request 3 */
-	{2, FEED_DIRECT, false, 4000}, /* the middle segment of Send 1 */
-	{4, FEED_DIRECT, true, 4000},  /* Send 2, behind a 3-segment Send 1 */
+	{1, MP_WHOLE, false, 100},   /* Send 1 */
+	{2, MP_BYTES, false, 100},   /* Send 2 */
+	{3, MP_RANDOM, true, 100},   /* Read Request 3 */
+	{2, MP_DIRECT, false, 4000}, /* the middle segment of Send 1 */
+	{4, MP_DIRECT, true, 4000},  /* Send 2, behind a 3-segment Send 1 */
 };
 #define NUM_CRC_CASES (sizeof(crc_cases) / sizeof(crc_cases[0]))
 
@@ -2806,7 +2757,7 @@ START_TEST(test_inject_crc)
 	struct world w;
 	world_new(&w, &g);
 	world_start(&w);
-	w.mode = c->mode;
+	w.mp.mode = c->mode;
 	struct end *A = &w.e[0], *B = &w.e[1];
 	struct buf *src = buf_new(&w, w.pd, c->len1, 0);
 	struct buf *rsrc = buf_new(&w, w.pd, 64, ACC_RD);
@@ -2913,7 +2864,7 @@ END_TEST
 START_TEST(test_hostile_rtr)
 {
 	struct hfix f;
-	hfix_init(&f, HF_RTR, FEED_BYTES);
+	hfix_init(&f, HF_RTR, MP_BYTES);
 	uint8_t hdr[IW_FPDU_HDR_MAX];
 	size_t hl = hb_tagged(hdr, IW_OP_WRITE, 1, 0, true);
 	host_fpdu(&f.h, hdr, hl, NULL, 0);
@@ -2936,7 +2887,7 @@ END_TEST
 START_TEST(test_rq_slot_reuse)
 {
 	struct hfix f;
-	hfix_init(&f, HF_SMALL_RQ | HF_NO_READS, (enum feed_mode)(_i % NUM_FEED));
+	hfix_init(&f, HF_SMALL_RQ | HF_NO_READS, (enum mp_mode)(_i % MP_NUM_MODES));
 	uint8_t hdr[IW_FPDU_HDR_MAX], m[60];
 	fill(m, sizeof(m), 12);
 	struct buf *extra = buf_new(&f.w, f.w.pd, 64, IW_ACCESS_LOCAL_WRITE);
@@ -2981,7 +2932,7 @@ START_TEST(test_ring_wrap)
 		qp->rq_head = qp->rq_tail = UINT32_MAX - 9;
 	}
 	world_start(&w);
-	w.mode = FEED_RANDOM;
+	w.mp.mode = MP_RANDOM;
 	struct end *A = &w.e[0], *B = &w.e[1];
 	struct buf *src = buf_new(&w, w.pd, 4096, ACC_RD);
 	struct buf *dst = buf_new(&w, w.pd, 5 * 4096, ACC_RW);
@@ -3032,7 +2983,7 @@ END_TEST
 START_TEST(test_destroy_forgets_events)
 {
 	struct hfix f;
-	hfix_init(&f, HF_NO_READS, FEED_WHOLE);
+	hfix_init(&f, HF_NO_READS, MP_WHOLE);
 	host_write(&f.h, 0x00ABCD00u, 0, "x", 1);
 	ck_assert_int_eq(qp_state(f.qp), IW_QPS_ERR);
 	/* Destroy with the TERMINATE unsent and its event unread. */
@@ -3110,7 +3061,7 @@ START_TEST(test_direct_vs_modify_err)
 	size_t pos = 0, used = 0, d = 0;
 	uint8_t *p = NULL;
 	while (pos < n && (d = iw_qp_rx_direct(B->qp, &p)) == 0) {
-		ck_assert_int_eq(iw_qp_rx(B->qp, w.stage + pos, 1, &used), 0);
+		ck_assert_int_eq(iw_qp_rx(B->qp, w.mp.stage + pos, 1, &used), 0);
 		pos++;
 	}
 	ck_assert_uint_gt(d, 0);
@@ -3119,7 +3070,7 @@ START_TEST(test_direct_vs_modify_err)
 	ck_assert_int_eq(qp_state(B->qp), IW_QPS_ERR);
 	expect_empty(B->rcq); /* the glue may be writing into it */
 	ck_assert_int_eq(iw_dereg_mr(dst->mr), EBUSY);
-	memcpy(p, w.stage + pos, d);
+	memcpy(p, w.mp.stage + pos, d);
 	ck_assert_int_eq(iw_qp_rx_direct_done(B->qp, d), 0);
 	if (!tagged) {
 		expect_wc(B->rcq, 7, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
@@ -3184,7 +3135,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_inject_crc, 0, NUM_CRC_CASES);
 	tcase_add_test(tc, test_hostile_rtr);
 	tcase_add_test(tc, test_hostile_bad_stag_counted);
-	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, NUM_FEED);
+	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_destroy_forgets_events);
 	suite_add_tcase(s, tc);
 	return s;

@@ -291,6 +291,7 @@ static unsigned after_status(struct iw_conn *c, const struct iw_qp_status *st, i
 		 * disconnect), then FIN, then wait a while for the peer's. */
 		c->state = IW_CONN_CLOSING;
 		timer_set(&c->t_state, c->tune.linger_ms);
+		timer_stop(&c->t_wake); /* a closing connection needs no wake-up */
 	}
 	if (c->state == IW_CONN_CLOSING && !st->tx_pending) {
 		c->state = IW_CONN_FIN_SENT;

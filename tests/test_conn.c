@@ -1,0 +1,708 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The connection (lib/conn/conn.c) with no socket and no sleep: two
+ * iw_conn back to back in memory, each over a real QP, on a fake clock.
+ *
+ * The "TCP" between them is two byte queues written through the shared
+ * pump (mempump.h): what a side's iw_conn_tx_iov hands out is appended to
+ * its queue and logged; a queue is delivered to the peer (whole, octet by
+ * octet, in random splits or through direct placement) unless the test
+ * holds that peer (a peer that does not read). SHUTDOWN puts a FIN after
+ * the queued octets, CLOSE a FIN or (abortive) a reset that discards them.
+ * The log of each side is decoded afterwards: MPA frame, then FPDUs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn.h"
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+#include "mempump.h"
+#include "suites.h"
+
+#define APP_EV                                                                           \
+	(IW_CONN_EV_REQUEST | IW_CONN_EV_ESTABLISHED | IW_CONN_EV_REJECTED |             \
+	 IW_CONN_EV_CONNECT_ERROR | IW_CONN_EV_UNREACHABLE | IW_CONN_EV_DISCONNECTED | \
+	 IW_CONN_EV_DROPPED)
+#define BUF 65536
+
+struct bytes {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void bytes_add(struct bytes *b, const uint8_t *p, size_t n)
+{
+	if (b->len + n > b->cap) {
+		b->cap = (b->len + n) * 2 + 1024;
+		b->p = realloc(b->p, b->cap);
+		ck_assert_ptr_nonnull(b->p);
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+struct side {
+	struct iw_conn c;
+	struct iw_qp *qp;
+	struct iw_cq *cq;
+	struct iw_mr *mr;
+	uint8_t *buf;
+	unsigned pending; /* events not acted on yet */
+	unsigned ev;      /* application events seen */
+	struct bytes wire; /* written, not yet delivered */
+	struct bytes log;  /* everything written */
+	size_t fin_at;     /* log length when FIN went out, SIZE_MAX before */
+	bool fin_done;     /* FIN (or reset) delivered to the peer */
+	bool closed, abortive;
+	bool hold;         /* does not read */
+};
+
+struct pair {
+	struct iw_context *ctx;
+	struct iw_pd *pd;
+	struct side s[2]; /* 0 initiator, 1 responder */
+	struct mp mp;
+	uint64_t now;
+};
+
+static struct side *side_of(void *end)
+{
+	return end;
+}
+
+/* ---------------------------------------------------------------- pump ends */
+
+static int end_tx_iov(void *e, struct iovec *iov, int cap)
+{
+	return iw_conn_tx_iov(&side_of(e)->c, iov, cap);
+}
+
+static void end_tx_sent(void *e, size_t n)
+{
+	side_of(e)->pending |= iw_conn_tx_sent(&side_of(e)->c, n);
+}
+
+static int end_rx(void *e, const uint8_t *p, size_t n)
+{
+	size_t used = 0;
+	side_of(e)->pending |= iw_conn_recv(&side_of(e)->c, p, n, &used);
+	return used == n ? 0 : -1;
+}
+
+static size_t end_rx_direct(void *e, uint8_t **dst)
+{
+	size_t cap = BUF;
+	return iw_conn_rx_plan(&side_of(e)->c, dst, &cap);
+}
+
+static int end_rx_placed(void *e, size_t n)
+{
+	size_t used = 0;
+	side_of(e)->pending |= iw_conn_recv_placed(&side_of(e)->c, n, NULL, 0, &used);
+	return 0;
+}
+
+static const struct mp_ops conn_end = {end_tx_iov, end_tx_sent, end_rx, end_rx_direct,
+				       end_rx_placed};
+
+/* ---------------------------------------------------------------- world */
+
+static void side_new(struct pair *p, struct side *s)
+{
+	s->cq = iw_create_cq(p->ctx, 256, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(s->cq);
+	struct iw_qp_init_attr a = {.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IW_QPT_RC};
+	a.cap.max_send_wr = a.cap.max_recv_wr = 16;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 2;
+	a.sq_sig_all = 1;
+	s->qp = iw_create_qp(p->pd, &a);
+	ck_assert_ptr_nonnull(s->qp);
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_INIT};
+	ck_assert_int_eq(iw_modify_qp(s->qp, &qa, IW_QP_STATE), 0);
+	s->buf = calloc(1, BUF);
+	s->mr = iw_reg_mr(p->pd, s->buf, BUF,
+			  IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ);
+	ck_assert_ptr_nonnull(s->mr);
+	iw_conn_init(&s->c, NULL);
+	s->fin_at = SIZE_MAX;
+}
+
+static void pair_new(struct pair *p, enum mp_mode mode)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctx = iw_context_core_new();
+	ck_assert_ptr_nonnull(p->ctx);
+	p->pd = iw_alloc_pd(p->ctx);
+	ck_assert_ptr_nonnull(p->pd);
+	p->mp.mode = mode;
+	p->mp.own_rng = 777;
+	p->now = 1000;
+	side_new(p, &p->s[0]);
+	side_new(p, &p->s[1]);
+}
+
+static void side_free(struct side *s)
+{
+	if (s->c.link == IW_CONN_QP_LIVE) {
+		iw_conn_abort(&s->c);
+		iw_conn_closed(&s->c);
+	}
+	ck_assert_int_eq(iw_destroy_qp(s->qp), 0);
+	ck_assert_int_eq(iw_dereg_mr(s->mr), 0);
+	ck_assert_int_eq(iw_destroy_cq(s->cq), 0);
+	free(s->buf);
+	free(s->wire.p);
+	free(s->log.p);
+}
+
+static void pair_free(struct pair *p)
+{
+	side_free(&p->s[0]);
+	side_free(&p->s[1]);
+	ck_assert_int_eq(iw_dealloc_pd(p->pd), 0);
+	iw_context_core_free(p->ctx);
+	mp_free(&p->mp);
+}
+
+/* ---------------------------------------------------------------- TCP */
+
+/* Write what s has (before acting on SHUTDOWN or CLOSE: the order the
+ * glue follows). */
+static bool write_out(struct pair *p, struct side *s)
+{
+	bool moved = false;
+	for (;;) {
+		s->pending |= iw_conn_step(&s->c, 0);
+		long n = mp_take(&p->mp, &conn_end, s);
+		ck_assert_int_ge(n, 0);
+		if (n == 0)
+			return moved;
+		ck_assert_msg(s->fin_at == SIZE_MAX, "octets written after FIN");
+		bytes_add(&s->wire, p->mp.stage, (size_t)n);
+		bytes_add(&s->log, p->mp.stage, (size_t)n);
+		moved = true;
+	}
+}
+
+static bool act(struct pair *p, struct side *s)
+{
+	unsigned ev = s->pending;
+	s->pending = 0;
+	s->ev |= ev & APP_EV;
+	bool moved = ev != 0;
+	if (!s->closed)
+		moved |= write_out(p, s);
+	moved |= s->pending != 0;
+	if ((ev & IW_CONN_EV_SHUTDOWN) && s->fin_at == SIZE_MAX)
+		s->fin_at = s->log.len;
+	if (ev & IW_CONN_EV_CLOSE) {
+		s->closed = true;
+		s->abortive = iw_conn_close_abortive(&s->c);
+		if (s->fin_at == SIZE_MAX)
+			s->fin_at = s->log.len;
+		if (s->abortive)
+			s->wire.len = 0; /* a reset discards what TCP still holds */
+		iw_conn_closed(&s->c);
+	}
+	return moved;
+}
+
+/* Deliver s's queue (then its FIN or reset) to its peer. */
+static bool deliver(struct pair *p, struct side *s, struct side *peer)
+{
+	/* A socket nobody reads keeps its octets, FIN and reset. */
+	if (peer->hold || peer->closed || !iw_conn_wants_read(&peer->c))
+		return false;
+	bool moved = false;
+	if (s->wire.len) {
+		struct bytes w = s->wire;
+		s->wire = (struct bytes){0};
+		ck_assert_int_eq(mp_feed(&p->mp, &conn_end, peer, w.p, w.len), 0);
+		free(w.p);
+		moved = true;
+	}
+	if (!s->fin_done && s->fin_at != SIZE_MAX && !s->wire.len) {
+		s->fin_done = true;
+		peer->pending |= s->closed && s->abortive ? iw_conn_io_error(&peer->c, ECONNRESET)
+							  : iw_conn_eof(&peer->c);
+		moved = true;
+	}
+	return moved;
+}
+
+static void settle(struct pair *p)
+{
+	for (int round = 0; round < 100000; round++) {
+		bool moved = false;
+		for (int i = 0; i < 2; i++)
+			moved |= act(p, &p->s[i]);
+		for (int i = 0; i < 2; i++)
+			moved |= deliver(p, &p->s[i], &p->s[i ^ 1]);
+		if (!moved)
+			return;
+	}
+	ck_abort_msg("the pair never settles");
+}
+
+/* Move the clock to the next deadline of either side and fire it. */
+static uint64_t tick(struct pair *p)
+{
+	uint64_t t = UINT64_MAX;
+	for (int i = 0; i < 2; i++) {
+		uint64_t d = iw_conn_next_timeout(&p->s[i].c, p->now);
+		t = d < t ? d : t;
+	}
+	if (t == UINT64_MAX)
+		return t;
+	ck_assert_uint_ge(t, p->now);
+	p->now = t;
+	for (int i = 0; i < 2; i++)
+		if (iw_conn_next_timeout(&p->s[i].c, p->now) <= p->now)
+			p->s[i].pending |= iw_conn_on_timer(&p->s[i].c, p->now);
+	settle(p);
+	return t;
+}
+
+static uint64_t next_of(struct side *s, struct pair *p)
+{
+	return iw_conn_next_timeout(&s->c, p->now);
+}
+
+/* ---------------------------------------------------------------- steps */
+
+static void start(struct pair *p)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	ck_assert_int_eq(iw_conn_connect(&a->c, a->qp, 4, 4, "hi", 2, 0), 0);
+	ck_assert_int_eq(a->c.state, IW_CONN_CONNECTING);
+	/* The TCP handshake: both ends up. */
+	b->pending |= iw_conn_tcp_up(&b->c, 16384);
+	a->pending |= iw_conn_tcp_up(&a->c, 16384);
+	settle(p);
+}
+
+static void accept_b(struct pair *p)
+{
+	struct side *b = &p->s[1];
+	ck_assert(b->ev & IW_CONN_EV_REQUEST);
+	ck_assert_int_eq(b->c.state, IW_CONN_CONNREQ);
+	unsigned ev = 0;
+	ck_assert_int_eq(iw_conn_accept(&b->c, b->qp, 4, 4, "yo", 2, &ev), 0);
+	b->pending |= ev;
+	settle(p);
+}
+
+static void establish(struct pair *p)
+{
+	start(p);
+	accept_b(p);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_msg(p->s[i].ev & IW_CONN_EV_ESTABLISHED, "side %d not established", i);
+		ck_assert_int_eq(p->s[i].c.state, IW_CONN_RUNNING);
+	}
+}
+
+static void post_recv(struct side *s, uint64_t id, size_t off, uint32_t len)
+{
+	struct iw_sge sg = {(uintptr_t)(s->buf + off), len, s->mr->lkey};
+	struct iw_recv_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1};
+	ck_assert_int_eq(iw_post_recv(s->qp, &wr, NULL), 0);
+}
+
+static void post(struct side *s, uint64_t id, enum iw_wr_opcode op, size_t off, uint32_t len,
+		 uint64_t raddr, uint32_t rkey)
+{
+	struct iw_sge sg = {(uintptr_t)(s->buf + off), len, s->mr->lkey};
+	struct iw_send_wr wr = {.wr_id = id, .sg_list = &sg, .num_sge = 1, .opcode = op};
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	ck_assert_int_eq(iw_post_send(s->qp, &wr, NULL), 0);
+}
+
+static void expect_wc(struct side *s, uint64_t id, enum iw_wc_status st)
+{
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(s->cq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, id);
+	ck_assert_int_eq(wc.status, st);
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 7 + seed);
+}
+
+/* FPDUs in s's log after its MPA frame: count, zero-length Writes with
+ * STag 1 (wake-ups), TERMINATEs and the offset where the last one ends. */
+struct decoded {
+	int nseg, wakes, terms;
+	uint16_t term;
+	unsigned last_op;
+};
+
+static struct decoded decode(const struct side *s, size_t from, bool crc)
+{
+	struct decoded d = {0};
+	struct iw_fpdu_rx rx;
+	iw_fpdu_rx_init(&rx, crc, false, 0, 0, 0);
+	size_t pos = from;
+	while (pos < s->log.len) {
+		struct iw_rx_event ev;
+		size_t used = 0;
+		int rc = iw_fpdu_rx_next(&rx, &ev, s->log.p + pos, s->log.len - pos, &used);
+		pos += used;
+		ck_assert_int_ge(rc, 0);
+		if (rc == 0)
+			break;
+		if (ev.kind != IW_RX_SEG_HDR)
+			continue;
+		d.nseg++;
+		const struct iw_ddp_seg *g = ev.seg;
+		unsigned op = iw_ddp_opcode(&g->ddp);
+		d.last_op = op;
+		if (op == IW_OP_WRITE && iw_ddp_tagged(&g->ddp) && g->payload_len == 0 &&
+		    g->ddp.stag == 1)
+			d.wakes++;
+		if (op == IW_OP_TERMINATE) {
+			d.terms++;
+			d.term = g->rdmap.u.term.term;
+		}
+	}
+	ck_assert_uint_eq(pos, s->log.len);
+	return d;
+}
+
+/* ================================================================ tests */
+
+/* MPA both roles and data both ways, in every delivery mode (whole, octet
+ * by octet, random splits, direct placement). */
+START_TEST(test_exchange)
+{
+	struct pair p;
+	pair_new(&p, (enum mp_mode)_i);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	post_recv(b, 1, 0, 8192);
+	establish(&p);
+	ck_assert_int_eq(a->c.res.rtr, IW_RTR_WRITE);
+	ck_assert_uint_eq(a->c.peer_pd_len, 2);
+	ck_assert_mem_eq(a->c.peer_pd, "yo", 2);
+	ck_assert_uint_eq(b->c.peer_pd_len, 2);
+	ck_assert_mem_eq(b->c.hs.peer.pd, "hi", 2);
+	/* A Send and a large RDMA Write (direct placement territory). */
+	fill(a->buf, 6000, 1);
+	fill(a->buf + 8192, 40000, 2);
+	post(a, 10, IW_WR_SEND, 0, 6000, 0, 0);
+	post(a, 11, IW_WR_RDMA_WRITE, 8192, 40000, (uintptr_t)(b->buf + 16384), b->mr->rkey);
+	settle(&p);
+	expect_wc(a, 10, IW_WC_SUCCESS);
+	expect_wc(a, 11, IW_WC_SUCCESS);
+	expect_wc(b, 1, IW_WC_SUCCESS);
+	ck_assert_mem_eq(b->buf, a->buf, 6000);
+	ck_assert_mem_eq(b->buf + 16384, a->buf + 8192, 40000);
+	if (_i == MP_DIRECT)
+		ck_assert_uint_gt(p.mp.direct, 0);
+	/* Graceful close from A: both hear DISCONNECTED, both FINs go out
+	 * after everything else, no timer is left. */
+	ck_assert_int_eq(iw_conn_disconnect(&a->c), 0);
+	settle(&p);
+	for (int i = 0; i < 2; i++) {
+		ck_assert(p.s[i].ev & IW_CONN_EV_DISCONNECTED);
+		ck_assert(p.s[i].closed);
+		ck_assert(!p.s[i].abortive);
+		ck_assert_uint_eq(p.s[i].fin_at, p.s[i].log.len);
+		ck_assert_uint_eq(next_of(&p.s[i], &p), UINT64_MAX);
+	}
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(a->cq, 1, &wc), 0);
+	ck_assert_int_eq(iw_poll_cq(b->cq, 1, &wc), 0);
+	pair_free(&p);
+}
+END_TEST
+
+/* The octets after the Reply in the same read are the first FPDUs, and
+ * they reach the QP in that very call. */
+START_TEST(test_after_reply)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	/* No P2P: the responder may send as soon as its Reply is out. */
+	a->c.opts.p2p = b->c.opts.p2p = false;
+	post_recv(a, 5, 0, 100);
+	start(&p);
+	a->hold = true; /* the Reply and the Send wait in one TCP queue */
+	fill(b->buf, 100, 9);
+	accept_b(&p);
+	post(b, 6, IW_WR_SEND, 0, 100, 0, 0);
+	settle(&p);
+	ck_assert_int_eq(a->c.state, IW_CONN_MPA_REQ);
+	size_t reply = b->c.hs.tx_len;
+	ck_assert_uint_gt(b->wire.len, reply);
+	size_t used = 0;
+	unsigned ev = iw_conn_recv(&a->c, b->wire.p, b->wire.len, &used);
+	ck_assert_uint_eq(used, b->wire.len);
+	ck_assert(ev & IW_CONN_EV_ESTABLISHED);
+	/* The Send completed inside that call. */
+	expect_wc(a, 5, IW_WC_SUCCESS);
+	ck_assert_mem_eq(a->buf, b->buf, 100);
+	b->wire.len = 0;
+	a->hold = false;
+	a->pending |= ev;
+	settle(&p);
+	expect_wc(b, 6, IW_WC_SUCCESS);
+	pair_free(&p);
+}
+END_TEST
+
+START_TEST(test_request_timeout)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *b = &p.s[1];
+	b->pending |= iw_conn_tcp_up(&b->c, 1460);
+	settle(&p);
+	ck_assert_int_eq(b->c.state, IW_CONN_MPA_WAIT);
+	ck_assert_uint_eq(next_of(b, &p), 1000 + 10000);
+	/* Half a Request, then nothing. */
+	size_t used;
+	b->pending |= iw_conn_recv(&b->c, (const uint8_t *)"MPA ID Req", 10, &used);
+	settle(&p);
+	ck_assert_uint_eq(tick(&p), 11000);
+	ck_assert(b->ev & IW_CONN_EV_DROPPED);
+	ck_assert(b->closed && b->abortive);
+	ck_assert_uint_eq(b->log.len, 0); /* no Reply, no TERMINATE */
+	pair_free(&p);
+}
+END_TEST
+
+START_TEST(test_reply_timeout)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	start(&p);
+	ck_assert(b->ev & IW_CONN_EV_REQUEST);
+	/* The responder never decides: it has no timer of its own. */
+	ck_assert_uint_eq(next_of(b, &p), UINT64_MAX);
+	ck_assert_uint_eq(next_of(a, &p), 1000 + 10000);
+	ck_assert_uint_eq(tick(&p), 11000);
+	ck_assert(a->ev & IW_CONN_EV_CONNECT_ERROR);
+	ck_assert_int_eq(a->c.why.status, ETIMEDOUT);
+	ck_assert(a->closed && a->abortive);
+	/* B reads nothing while the application decides. */
+	ck_assert_int_eq(b->c.state, IW_CONN_CONNREQ);
+	pair_free(&p);
+}
+END_TEST
+
+START_TEST(test_connect_timeout)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0];
+	ck_assert_int_eq(iw_conn_connect(&a->c, a->qp, 1, 1, NULL, 0, 2500), 0);
+	ck_assert_uint_eq(next_of(a, &p), 3500);
+	ck_assert_uint_eq(tick(&p), 3500);
+	ck_assert(a->ev & IW_CONN_EV_UNREACHABLE);
+	ck_assert_int_eq(a->c.why.status, ETIMEDOUT);
+	ck_assert_uint_eq(a->log.len, 0);
+	pair_free(&p);
+}
+END_TEST
+
+/* Our FIN is out and the peer neither reads nor closes: after linger the
+ * connection is reset and DISCONNECTED raised. */
+START_TEST(test_linger)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	a->c.tune.linger_ms = 1234;
+	establish(&p);
+	b->hold = true;
+	uint64_t t0 = p.now;
+	ck_assert_int_eq(iw_conn_disconnect(&a->c), 0);
+	settle(&p);
+	ck_assert_int_eq(a->c.state, IW_CONN_FIN_SENT);
+	ck_assert_uint_eq(a->fin_at, a->log.len);
+	ck_assert(!(a->ev & IW_CONN_EV_DISCONNECTED));
+	ck_assert_uint_eq(next_of(a, &p), t0 + 1234);
+	ck_assert_uint_eq(tick(&p), t0 + 1234);
+	ck_assert(a->ev & IW_CONN_EV_DISCONNECTED);
+	ck_assert(a->closed && a->abortive);
+	b->hold = false;
+	settle(&p);
+	ck_assert(b->ev & IW_CONN_EV_DISCONNECTED);
+	pair_free(&p);
+}
+END_TEST
+
+/* siw wake-ups: while the responder has sent nothing since its Reply and
+ * we have sent FPDUs, zero-length Writes with STag 1 at wake_ms, then 2x,
+ * 4x ... wake_count times; none once the peer has spoken. */
+START_TEST(test_wakeups)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	a->c.opts.wake_ms = 100;
+	a->c.tune.wake_count = _i ? 3 : 6;
+	start(&p);
+	a->hold = true; /* the Reply, then silence (siw before its rx hook) */
+	accept_b(&p);
+	size_t used;
+	a->pending |= iw_conn_recv(&a->c, b->wire.p, b->wire.len, &used);
+	b->wire.len = 0;
+	a->hold = false;
+	b->hold = true;
+	settle(&p);
+	uint64_t t0 = p.now, expect = t0;
+	post(a, 1, IW_WR_RDMA_WRITE, 0, 64, (uintptr_t)b->buf, b->mr->rkey);
+	settle(&p);
+	unsigned n = a->c.tune.wake_count;
+	for (unsigned k = 0; k < n; k++) {
+		expect += 100u << k;
+		ck_assert_uint_eq(tick(&p), expect);
+	}
+	ck_assert_uint_eq(next_of(a, &p), UINT64_MAX);
+	struct decoded d = decode(a, a->c.hs.tx_len, a->c.res.crc);
+	/* The WRITE RTR looks the same: one more. */
+	ck_assert_int_eq(a->c.res.rtr, IW_RTR_WRITE);
+	ck_assert_int_eq(d.wakes, (int)n + 1);
+	pair_free(&p);
+}
+END_TEST
+
+START_TEST(test_no_wakeup_after_peer_spoke)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	a->c.opts.wake_ms = 100;
+	post_recv(a, 3, 0, 16);
+	establish(&p); /* with the WRITE RTR, B has sent nothing since its Reply */
+	post(b, 4, IW_WR_SEND, 0, 16, 0, 0);
+	post(a, 1, IW_WR_RDMA_WRITE, 0, 64, (uintptr_t)b->buf, b->mr->rkey);
+	settle(&p);
+	while (tick(&p) != UINT64_MAX)
+		;
+	struct decoded d = decode(a, a->c.hs.tx_len, a->c.res.crc);
+	ck_assert_int_eq(d.wakes, 1); /* the WRITE RTR only */
+	pair_free(&p);
+}
+END_TEST
+
+/* A protocol error: the TERMINATE goes out, then FIN, nothing after. */
+START_TEST(test_terminate_then_fin)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	establish(&p);
+	size_t b_mpa = b->c.hs.tx_len;
+	post(a, 1, IW_WR_RDMA_WRITE, 0, 64, (uintptr_t)b->buf, b->mr->rkey ^ 0x55000000u);
+	settle(&p);
+	struct decoded d = decode(b, b_mpa, b->c.res.crc);
+	ck_assert_int_eq(d.terms, 1);
+	ck_assert_uint_ne(d.term, 0);
+	ck_assert_uint_eq(d.last_op, IW_OP_TERMINATE);
+	ck_assert_uint_eq(b->fin_at, b->log.len); /* FIN after the TERMINATE */
+	ck_assert(!b->abortive);
+	ck_assert(b->ev & IW_CONN_EV_DISCONNECTED);
+	ck_assert(a->ev & IW_CONN_EV_DISCONNECTED);
+	pair_free(&p);
+}
+END_TEST
+
+/* A Reply the initiator refuses (an RTR it did not offer): a TERMINATE in
+ * FPDU form (LLP 0x07) is flushed, then the connection is reset. */
+START_TEST(test_bad_reply_terminate)
+{
+	struct pair p;
+	pair_new(&p, (enum mp_mode)_i);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	a->c.opts.rtr_offer = IW_RTR_WRITE;
+	b->c.opts.rtr_accept = IW_RTR_READ;
+	b->c.opts.rtr_force = true;
+	start(&p);
+	accept_b(&p);
+	ck_assert(a->ev & IW_CONN_EV_CONNECT_ERROR);
+	ck_assert_int_eq(a->c.why.status, EPROTO);
+	ck_assert_uint_eq(a->c.why.term, IW_TERM_LLP_NO_RTR);
+	ck_assert(a->abortive);
+	struct decoded d = decode(a, a->c.hs.tx_len, true);
+	ck_assert_int_eq(d.terms, 1);
+	ck_assert_uint_eq(d.term, IW_TERM_LLP_NO_RTR);
+	ck_assert_int_eq(d.nseg, 1);
+	pair_free(&p);
+}
+END_TEST
+
+/* The application's Reject: written, FIN, closed; the initiator hears
+ * REJECTED with the private data. */
+START_TEST(test_reject)
+{
+	struct pair p;
+	pair_new(&p, MP_BYTES);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	start(&p);
+	unsigned ev = 0;
+	ck_assert_int_eq(iw_conn_reject(&b->c, "no", 2, &ev), 0);
+	b->pending |= ev;
+	settle(&p);
+	ck_assert(a->ev & IW_CONN_EV_REJECTED);
+	ck_assert_int_eq(a->c.why.status, ECONNREFUSED);
+	ck_assert_mem_eq(a->c.hs.peer.pd, "no", 2);
+	ck_assert(b->closed && !b->abortive);
+	ck_assert_uint_eq(b->fin_at, b->log.len);
+	pair_free(&p);
+}
+END_TEST
+
+/* Octets after a Request are a protocol violation: dropped, no Reply. */
+START_TEST(test_request_trailing)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	ck_assert_int_eq(iw_conn_connect(&a->c, a->qp, 1, 1, NULL, 0, 0), 0);
+	a->pending |= iw_conn_tcp_up(&a->c, 1460);
+	b->pending |= iw_conn_tcp_up(&b->c, 1460);
+	b->hold = true;
+	settle(&p);
+	bytes_add(&a->wire, (const uint8_t *)"\0\0\0\0", 4);
+	size_t used;
+	b->pending |= iw_conn_recv(&b->c, a->wire.p, a->wire.len, &used);
+	a->wire.len = 0;
+	b->hold = false;
+	settle(&p);
+	ck_assert(b->ev & IW_CONN_EV_DROPPED);
+	ck_assert(!(b->ev & IW_CONN_EV_REQUEST));
+	ck_assert(a->ev & IW_CONN_EV_CONNECT_ERROR);
+	pair_free(&p);
+}
+END_TEST
+
+Suite *suite_conn(void)
+{
+	Suite *s = suite_create("conn");
+	TCase *tc = tcase_create("conn");
+	tcase_add_loop_test(tc, test_exchange, 0, MP_NUM_MODES);
+	tcase_add_test(tc, test_after_reply);
+	tcase_add_test(tc, test_request_timeout);
+	tcase_add_test(tc, test_reply_timeout);
+	tcase_add_test(tc, test_connect_timeout);
+	tcase_add_test(tc, test_linger);
+	tcase_add_loop_test(tc, test_wakeups, 0, 2);
+	tcase_add_test(tc, test_no_wakeup_after_peer_spoke);
+	tcase_add_test(tc, test_terminate_then_fin);
+	tcase_add_loop_test(tc, test_bad_reply_terminate, 0, MP_NUM_MODES);
+	tcase_add_test(tc, test_reject);
+	tcase_add_test(tc, test_request_trailing);
+	suite_add_tcase(s, tc);
+	return s;
+}
