@@ -1,0 +1,179 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# iwarp-nvmf-perf against iwarp-nvmet over 127.0.0.1 (NVMe over Fabrics,
+# RDMA transport, both sides libiwarp):
+#  - data verified at block sizes 512, 4096, 65536 and 131072, queue
+#    depths 1 to 32, one and two queues: a sequential fill with a data
+#    generation, then random reads checking every block they read, then a
+#    random mix checking what it wrote; with in-capsule writes, without
+#    them (RDMA READ), and with fast-registered buffers whose keyed SGLs ask
+#    for Send with Invalidate;
+#  - the discovery controller lists the subsystem and its port;
+#  - a subsystem NQN that is not served, and a host NQN not allowed: the
+#    host is refused (exit 3) and says why;
+#  - tests/nvmf_hostile: malformed capsules, bad SGLs, out-of-range LBAs,
+#    wrong NQNs, Connect for a queue that does not exist, the binding's
+#    CM rejects, held AERs, Write Zeroes / DSM, a short capsule, a host
+#    that stops sending Keep Alive: each gets the right status or a clean
+#    disconnect;
+#  - a host killed (SIGKILL) with 64 commands in flight: the target goes
+#    on serving the next host;
+#  - a file namespace keeps its data across a restart of the target;
+#  - SIGTERM stops the target with exit 0.
+# Uses the programs of IW_BUILDDIR (set by `make check`; . otherwise).
+# Background programs are waited for with limits and killed on exit.
+set -u
+
+B=${IW_BUILDDIR:-.}
+TGT=$B/tools/iwarp-nvmet
+PERF=$B/tools/iwarp-nvmf-perf
+HOSTILE=$B/tests/nvmf_hostile
+for p in "$TGT" "$PERF" "$HOSTILE"; do
+	[ -x "$p" ] || { echo "nvmf.sh: $p not built" >&2; exit 1; }
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/iw_nvmf.XXXXXX") || exit 1
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+LIMIT=60
+TO=
+command -v timeout >/dev/null 2>&1 && TO="timeout $LIMIT"
+NQN=nqn.2026-11.org.libiwarp:check
+HPERF=nqn.2014-08.org.example:perf
+HBAD=nqn.2014-08.org.example:hostile
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() {
+	fail=$((fail + 1))
+	echo "FAIL: $*"
+	for f in "$TMP"/perf.out "$TMP"/tgt.err; do
+		[ -s "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }
+	done
+}
+
+# Start a target with the given namespace options on a free port: TPID, PORT.
+start_target() {
+	: >"$TMP/tgt.out"
+	"$TGT" -a 127.0.0.1 -p 0 -n "$NQN" -H "$HPERF" -H "$HBAD" -v "$@" \
+		>"$TMP/tgt.out" 2>"$TMP/tgt.err" &
+	TPID=$!
+	PIDS="$PIDS $TPID"
+	i=0
+	while [ $i -lt 200 ]; do
+		PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/tgt.out")
+		[ -n "$PORT" ] && return 0
+		kill -0 "$TPID" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "nvmf.sh: the target did not start"; cat "$TMP/tgt.err"
+	return 1
+}
+
+stop_target() {
+	kill -TERM "$TPID"
+	i=0
+	while kill -0 "$TPID" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait "$TPID"
+	rc=$?
+	return $rc
+}
+
+# perf NAME ARGS...: one run that must exit 0 with no error and, with -V,
+# verify at least one block.
+perf() {
+	name=$1
+	shift
+	if $TO "$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn "$HPERF" "$@" \
+		>"$TMP/perf.out" 2>&1; then
+		res=$(grep '^RESULT' "$TMP/perf.out")
+		case " $* " in
+		*" -V "*)
+			echo "$res" | grep -q ' errors=0 bad_data=0 ' &&
+				! echo "$res" | grep -q ' verified=0 ' && { ok "$name"; return; } ;;
+		*)
+			echo "$res" | grep -q ' errors=0 bad_data=0 ' && { ok "$name"; return; } ;;
+		esac
+	fi
+	bad "$name"
+}
+
+start_target -N ram:4M -b 512 || exit 1
+
+# Fill (every block written once), then check every block read back.
+perf "fill 4 KiB qd 8, generation 7" --fill -b 4096 -d 8 -g 7
+perf "random reads 4 KiB qd 8 verify generation 7" -r randread -b 4096 -d 8 -c 2000 -V -g 7
+perf "random reads 512 B qd 1 verify generation 7" -r randread -b 512 -d 1 -c 500 -V -g 7
+perf "fill 64 KiB qd 4 two queues, generation 9" --fill -b 65536 -d 4 -q 2 -g 9
+perf "random reads 64 KiB qd 4 two queues verify" -r randread -b 65536 -d 4 -q 2 -c 300 -V -g 9
+perf "randrw 512 B qd 1 verify" -r randrw -b 512 -d 1 -c 3000 -V
+perf "randrw 4 KiB qd 32 verify (in-capsule writes)" -r randrw -b 4096 -d 32 -c 6000 -V
+perf "randrw 4 KiB qd 16 verify, no in-capsule data (RDMA READ)" -r randrw -b 4096 -d 16 -c 4000 -V --no-inline
+perf "randrw 8 KiB qd 8 verify, Send with Invalidate" -r randrw -b 8192 -d 8 -c 3000 -V --invalidate
+perf "sequential rw 128 KiB qd 2 verify" -r rw -b 131072 -d 2 -c 400 -V
+perf "randrw 4 KiB qd 4 two queues verify" -r randrw -b 4096 -d 4 -q 2 -c 4000 -V
+
+# Discovery.
+if $TO "$PERF" -a 127.0.0.1 -p "$PORT" --hostnqn "$HPERF" --discover >"$TMP/perf.out" 2>&1 &&
+	grep -q "^subnqn:  $NQN\$" "$TMP/perf.out" && grep -q "^trsvcid: $PORT\$" "$TMP/perf.out" &&
+	grep -q '^traddr:  127.0.0.1$' "$TMP/perf.out" && grep -q '^trtype:  rdma$' "$TMP/perf.out"; then
+	ok "discovery log page lists $NQN at 127.0.0.1:$PORT"
+else
+	bad "discovery"
+fi
+
+# Refusals the host reports and exits 3 for.
+$TO "$PERF" -a 127.0.0.1 -p "$PORT" -n nqn.2026-11.org.libiwarp:other --hostnqn "$HPERF" -c 10 \
+	>"$TMP/perf.out" 2>&1
+rc=$?
+[ $rc -eq 3 ] && grep -q 'connect invalid parameters' "$TMP/perf.out" &&
+	ok "unknown subsystem NQN refused (exit 3)" || bad "unknown subsystem NQN (exit $rc)"
+$TO "$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn nqn.2014-08.org.example:nobody -c 10 \
+	>"$TMP/perf.out" 2>&1
+rc=$?
+[ $rc -eq 3 ] && grep -q 'connect invalid host' "$TMP/perf.out" &&
+	ok "host NQN not in the allow-list refused (exit 3)" || bad "host not allowed (exit $rc)"
+
+# The hostile host.
+if $TO "$HOSTILE" "$PORT" "$NQN" "$HBAD" >"$TMP/perf.out" 2>&1; then
+	ok "hostile host: $(grep -c '^ok:' "$TMP/perf.out") checks"
+else
+	bad "hostile host"
+fi
+
+# A host that vanishes with commands in flight.
+"$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn "$HPERF" -r randrw -b 4096 -d 32 -q 2 -t 30 \
+	>"$TMP/victim.out" 2>&1 &
+VPID=$!
+PIDS="$PIDS $VPID"
+i=0
+while ! grep -q 'queue 2: accepted' "$TMP/tgt.err" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.3
+kill -9 "$VPID"
+wait "$VPID" 2>/dev/null
+perf "the next host is served after one vanished mid-I/O" -r randrw -b 4096 -d 8 -c 2000 -V
+kill -0 "$TPID" 2>/dev/null && ok "target alive" || bad "target died"
+
+stop_target && ok "SIGTERM: target exits 0" || bad "target exit status on SIGTERM"
+
+# A file namespace keeps what was written across a restart.
+start_target -N "$TMP/ns.img" -s 2M -b 4096 || exit 1
+perf "file namespace: fill generation 5" --fill -b 16384 -d 4 -g 5
+stop_target || bad "target exit status"
+start_target -N "$TMP/ns.img" -s 2M -b 4096 || exit 1
+perf "file namespace after a restart: every block read checks generation 5" \
+	-r randread -b 16384 -d 4 -c 400 -V -g 5
+stop_target || bad "target exit status"
+
+echo "nvmf.sh: $pass passed, $fail failed"
+[ $fail -eq 0 ]

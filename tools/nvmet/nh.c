@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The NVMe-oF host (nh.h): queues, commands and completions over libiwarp.
+ * Each queue has its own CQ (sends and receives), size receive buffers of
+ * 16 octets for responses posted before connecting (iWARP has no
+ * receiver-not-ready retry), and size command slots, each with a
+ * registered data buffer the target reads from and writes into.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nh.h"
+
+#define WR_SEND 1ull
+#define WR_REG 2ull
+
+uint64_t nh_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int nh_open(struct nh *h, const struct nh_opts *o)
+{
+	h->o = *o;
+	if (!h->o.max_io)
+		h->o.max_io = 131072;
+	if (!h->o.timeout_ms)
+		h->o.timeout_ms = 5000;
+	h->base = event_base_new();
+	struct iw_context_attr ca = {.base = h->base};
+	if (o->pcap) {
+		ca.comp_mask = IW_CONTEXT_ATTR_PCAP;
+		ca.pcap_path = o->pcap;
+	}
+	h->ctx = h->base ? iw_context_new(&ca) : NULL;
+	h->pd = h->ctx ? iw_alloc_pd(h->ctx) : NULL;
+	h->cm = h->ctx ? iw_cm_create_channel(h->ctx) : NULL;
+	if (!h->cm || !h->pd)
+		return -1;
+	fcntl(h->cm->fd, F_SETFL, fcntl(h->cm->fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+void nh_close(struct nh *h)
+{
+	iw_dealloc_pd(h->pd);
+	iw_cm_destroy_channel(h->cm);
+	iw_context_free(h->ctx);
+	if (h->base)
+		event_base_free(h->base);
+	h->ctx = NULL;
+	h->base = NULL;
+}
+
+/* ------------------------------------------------------------ queues */
+
+static void *page_alloc(size_t len)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 4096, len))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+static int post_rsp(struct nh_queue *q, uint32_t i)
+{
+	struct iw_sge sge = {.addr = (uintptr_t)q->rsps + 16 * i, .length = NVMF_CQE_SIZE,
+			     .lkey = q->rsp_mr->lkey};
+	struct iw_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
+	return iw_post_recv(q->id->qp, &wr, &bad);
+}
+
+static int alloc_reqs(struct nh *h, struct nh_queue *q)
+{
+	int acc = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	q->reqs = calloc(q->size, sizeof(*q->reqs));
+	if (!q->reqs)
+		return -ENOMEM;
+	for (uint16_t i = 0; i < q->size; i++) {
+		struct nh_req *r = &q->reqs[i];
+		r->q = q;
+		r->cid = i;
+		r->data = page_alloc(h->o.max_io);
+		if (!r->data)
+			return -ENOMEM;
+		r->mr = h->o.invalidate ? iw_alloc_mr(h->pd, 1) : iw_reg_mr(h->pd, r->data, h->o.max_io, acc);
+		if (!r->mr)
+			return -errno;
+	}
+	return 0;
+}
+
+static int alloc_queue(struct nh *h, struct nh_queue *q)
+{
+	size_t csz = NVMF_CMD_SIZE;
+	q->cmds = page_alloc(csz * q->size);
+	q->rsps = page_alloc(NVMF_CQE_SIZE * (size_t)q->size);
+	q->cq = iw_create_cq(h->ctx, 4 * q->size + 16, NULL, NULL, 0);
+	if (!q->cmds || !q->rsps || !q->cq)
+		return -ENOMEM;
+	q->cmd_mr = iw_reg_mr(h->pd, q->cmds, csz * q->size, 0);
+	q->rsp_mr = iw_reg_mr(h->pd, q->rsps, NVMF_CQE_SIZE * (size_t)q->size, IW_ACCESS_LOCAL_WRITE);
+	if (!q->cmd_mr || !q->rsp_mr)
+		return -ENOMEM;
+	return alloc_reqs(h, q);
+}
+
+/* The next CM event of q's id within the deadline, other ids' events
+ * noted on their queues by the caller's later polls. */
+static struct iw_cm_event *cm_wait(struct nh *h, struct iw_cm_id *id, int ms)
+{
+	uint64_t end = nh_now_ns() + (uint64_t)ms * 1000000;
+	while (nh_now_ns() < end) {
+		event_base_loop(h->base, EVLOOP_NONBLOCK);
+		struct iw_cm_event *ev;
+		if (iw_cm_get_event(h->cm, &ev) == 0) {
+			if (ev->id == id)
+				return ev;
+			iw_cm_ack_event(ev);
+		}
+	}
+	return NULL;
+}
+
+int nh_queue_connect(struct nh *h, struct nh_queue *q, uint16_t qid, uint16_t size,
+		     const void *pd, uint16_t pd_len)
+{
+	memset(q, 0, sizeof(*q));
+	q->h = h;
+	q->qid = qid;
+	q->size = size;
+	int rc = iw_cm_create_id(h->cm, &q->id, q);
+	if (rc)
+		return -rc;
+	if ((rc = alloc_queue(h, q)))
+		return rc;
+	struct iw_qp_init_attr qa = {.send_cq = q->cq, .recv_cq = q->cq, .qp_type = IW_QPT_RC,
+				     .cap = {.max_send_wr = 2u * size + 4, .max_recv_wr = size,
+					     .max_send_sge = 2, .max_recv_sge = 1}};
+	if ((rc = iw_cm_create_qp(q->id, h->pd, &qa)))
+		return -rc;
+	for (uint32_t i = 0; i < size; i++)
+		if ((rc = post_rsp(q, i)))
+			return -rc;
+	uint8_t priv[NVMF_CM_PD_SIZE];
+	struct nvmf_cm_req req = {.qid = qid, .hrqsize = size, .hsqsize = (uint16_t)(size - 1)};
+	nvmf_cm_req_put(priv, &req);
+	struct iw_conn_param p = {.private_data = pd ? pd : priv,
+				  .private_data_len = pd ? pd_len : sizeof(priv),
+				  .responder_resources = 16, .initiator_depth = 0,
+				  .connect_timeout_ms = (uint32_t)h->o.timeout_ms};
+	if ((rc = iw_cm_connect(q->id, (struct sockaddr *)&h->o.dst, &p)))
+		return -rc;
+	struct iw_cm_event *ev = cm_wait(h, q->id, h->o.timeout_ms);
+	if (!ev)
+		return -ETIMEDOUT;
+	enum iw_cm_event_type t = ev->event;
+	if (t == IW_CM_EVENT_REJECTED)
+		q->rej_status = nvmf_cm_rej_parse(ev->param.private_data, ev->param.private_data_len);
+	int st = ev->status;
+	iw_cm_ack_event(ev);
+	if (t == IW_CM_EVENT_ESTABLISHED)
+		return 0;
+	q->dead = true;
+	return t == IW_CM_EVENT_REJECTED ? -ECONNREFUSED : -(st ? st : EPROTO);
+}
+
+void nh_queue_close(struct nh_queue *q)
+{
+	if (!q->h)
+		return;
+	iw_cm_destroy_id(q->id);
+	for (uint16_t i = 0; q->reqs && i < q->size; i++) {
+		iw_dereg_mr(q->reqs[i].mr);
+		free(q->reqs[i].data);
+	}
+	iw_dereg_mr(q->cmd_mr);
+	iw_dereg_mr(q->rsp_mr);
+	iw_destroy_cq(q->cq);
+	free(q->reqs);
+	free(q->cmds);
+	free(q->rsps);
+	memset(q, 0, sizeof(*q));
+}
+
+/* ------------------------------------------------------------ commands */
+
+struct nh_req *nh_req_get(struct nh_queue *q)
+{
+	if (q->dead)
+		return NULL;
+	for (uint16_t i = 0; i < q->size; i++)
+		if (!q->reqs[i].busy)
+			return &q->reqs[i];
+	return NULL;
+}
+
+/* Fast registration of the request's buffer under a new key, posted
+ * ahead of the command that names it. */
+static struct iw_send_wr *reg_wr(struct nh_req *r, struct iw_send_wr wr[2], uint32_t len)
+{
+	struct iw_send_wr *first = wr;
+	memset(wr, 0, 2 * sizeof(*wr));
+	if (r->need_inv) {
+		/* The target did not invalidate it (a plain Send): we do. */
+		wr->wr_id = WR_REG << 32 | r->cid;
+		wr->opcode = IW_WR_LOCAL_INV;
+		wr->invalidate_rkey = r->key;
+		wr->next = wr + 1;
+		wr++;
+	}
+	r->key = iw_inc_rkey(r->key ? r->key : r->mr->rkey);
+	wr->wr_id = WR_REG << 32 | r->cid;
+	wr->opcode = IW_WR_REG_MR;
+	wr->reg.mr = r->mr;
+	wr->reg.key = r->key;
+	wr->reg.access = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	wr->reg.iova = (uintptr_t)r->data;
+	wr->reg.length = len ? len : 1;
+	wr->reg.addr = r->data;
+	return first;
+}
+
+/* Send the command; pre: WRs to chain ahead of it (their last one's next
+ * is set here). */
+static int post_cmd(struct nh_req *r, uint32_t cmd_len, uint32_t icd_len, struct iw_send_wr *pre)
+{
+	struct nh_queue *q = r->q;
+	struct iw_sge sge[2] = {
+		{.addr = (uintptr_t)q->cmds + NVMF_CMD_SIZE * r->cid, .length = cmd_len,
+		 .lkey = q->cmd_mr->lkey},
+		{.addr = (uintptr_t)r->data, .length = icd_len, .lkey = r->mr->lkey},
+	};
+	struct iw_send_wr wr = {.wr_id = WR_SEND << 32 | r->cid, .sg_list = sge,
+				.num_sge = icd_len ? 2 : 1, .opcode = IW_WR_SEND,
+				.send_flags = IW_SEND_SIGNALED}, *bad;
+	for (struct iw_send_wr *p = pre; p; p = p->next)
+		if (!p->next) {
+			p->next = &wr;
+			break;
+		}
+	r->busy = true;
+	r->invalidated = false;
+	r->t0_ns = nh_now_ns();
+	q->inflight++;
+	int rc = iw_post_send(q->id->qp, pre ? pre : &wr, &bad);
+	if (rc) {
+		r->busy = false;
+		q->inflight--;
+		return -rc;
+	}
+	return 0;
+}
+
+int nh_submit(struct nh_req *r, struct nvmf_cmd *c, uint32_t len, enum nvmf_dir dir,
+	      bool incapsule)
+{
+	struct nh_queue *q = r->q;
+	struct nvmf_sgl s = {.kind = NVMF_SGL_KIND_KEYED};
+	struct iw_send_wr reg[2], *pre = NULL;
+	/* With fast registration every transfer is keyed: the buffer is only
+	 * valid while registered for a command. */
+	bool icd = incapsule && !q->h->o.invalidate && dir == NVMF_DIR_H2C && len &&
+		   len <= q->h->o.icd_max;
+	c->cid = r->cid;
+	c->flags = NVME_CMD_PSDT_SGL_MPTR;
+	r->asked_inv = false;
+	if (icd) {
+		s.kind = NVMF_SGL_KIND_INCAPSULE;
+		s.length = len;
+	} else if (len) {
+		if (q->h->o.invalidate) {
+			pre = reg_wr(r, reg, len);
+			s.invalidate = r->asked_inv = true;
+		} else {
+			r->key = r->mr->rkey;
+		}
+		s.addr = (uintptr_t)r->data;
+		s.length = len;
+		s.key = r->key;
+	}
+	nvmf_sgl_put(c->sgl_raw, &s);
+	nvmf_cmd_put(q->cmds + NVMF_CMD_SIZE * r->cid, c);
+	return post_cmd(r, NVMF_CMD_SIZE, icd ? len : 0, pre);
+}
+
+int nh_submit_raw(struct nh_req *r, const void *capsule, uint32_t len)
+{
+	if (len > NVMF_CMD_SIZE)
+		len = NVMF_CMD_SIZE;
+	memcpy(r->q->cmds + NVMF_CMD_SIZE * r->cid, capsule, len);
+	return post_cmd(r, len, 0, NULL);
+}
+
+static void on_rsp(struct nh_queue *q, const struct iw_wc *wc)
+{
+	struct nvmf_cqe e;
+	uint32_t i = (uint32_t)wc->wr_id;
+	int rc = nvmf_cqe_parse(&e, q->rsps + 16 * i, wc->byte_len);
+	post_rsp(q, i);
+	if (rc || e.cid >= q->size || !q->reqs[e.cid].busy) {
+		fprintf(stderr, "nvmf host: queue %u: response for no command (cid %u)\n", q->qid,
+			rc ? 0xffff : e.cid);
+		return;
+	}
+	struct nh_req *r = &q->reqs[e.cid];
+	r->cqe = e;
+	if (wc->wc_flags & IW_WC_WITH_INV)
+		r->invalidated = wc->invalidated_rkey == r->key;
+	if (r->asked_inv)
+		r->need_inv = !r->invalidated;
+	r->busy = false;
+	q->inflight--;
+	if (q->h->done)
+		q->h->done(r, q->h->done_arg);
+}
+
+static void poll_queue(struct nh_queue *q)
+{
+	struct iw_wc wc[32];
+	int n;
+	while (q->cq && (n = iw_poll_cq(q->cq, 32, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IW_WC_SUCCESS) {
+				if (!q->dead)
+					fprintf(stderr, "nvmf host: queue %u: %s (%s)\n", q->qid,
+						iw_wc_status_str(wc[i].status),
+						iw_wc_opcode_str(wc[i].opcode));
+				q->dead = true;
+			} else if (wc[i].opcode == IW_WC_RECV) {
+				on_rsp(q, &wc[i]);
+			}
+		}
+	}
+}
+
+void nh_progress(struct nh *h, struct nh_queue *qs, int nq)
+{
+	struct iw_cm_event *ev;
+	event_base_loop(h->base, EVLOOP_NONBLOCK);
+	while (iw_cm_get_event(h->cm, &ev) == 0) {
+		for (int i = 0; i < nq; i++)
+			if (qs[i].id == ev->id && (ev->event == IW_CM_EVENT_DISCONNECTED ||
+						   ev->event == IW_CM_EVENT_CONNECT_ERROR))
+				qs[i].dead = true;
+		iw_cm_ack_event(ev);
+	}
+	for (int i = 0; i < nq; i++)
+		poll_queue(&qs[i]);
+}
+
+int nh_sync(struct nh_queue *q, struct nvmf_cmd *c, const void *in, void *out, uint32_t len,
+	    enum nvmf_dir dir, struct nvmf_cqe *cqe)
+{
+	struct nh_req *r = nh_req_get(q);
+	if (!r)
+		return q->dead ? -ECONNRESET : -EBUSY;
+	if (in)
+		memcpy(r->data, in, len);
+	nh_done_fn saved = q->h->done;
+	q->h->done = NULL;
+	int rc = nh_submit(r, c, len, dir, true);
+	uint64_t end = nh_now_ns() + (uint64_t)q->h->o.timeout_ms * 1000000;
+	while (!rc && r->busy && !q->dead && nh_now_ns() < end)
+		nh_progress(q->h, q, 1);
+	q->h->done = saved;
+	if (rc)
+		return rc;
+	if (r->busy)
+		return q->dead ? -ECONNRESET : -ETIMEDOUT;
+	if (out && !r->cqe.status)
+		memcpy(out, r->data, len);
+	*cqe = r->cqe;
+	return 0;
+}
+
+/* ------------------------------------------------------------ admin */
+
+int nh_fabrics_connect(struct nh_queue *q, uint16_t cntlid, uint32_t kato, struct nvmf_cqe *cqe)
+{
+	struct nh *h = q->h;
+	struct nvmf_cmd c = {0};
+	struct nvmf_connect k = {.qid = q->qid, .sqsize = (uint16_t)(q->size - 1), .kato = kato};
+	struct nvmf_connect_data d = {.cntlid = cntlid};
+	uint8_t buf[NVMF_CONNECT_DATA_SIZE];
+	nvmf_connect_set(&c, &k);
+	memcpy(d.hostid, h->hostid, 16);
+	memcpy(d.subnqn, h->subnqn, sizeof(d.subnqn));
+	memcpy(d.hostnqn, h->hostnqn, sizeof(d.hostnqn));
+	nvmf_connect_data_put(buf, &d);
+	int rc = nh_sync(q, &c, buf, NULL, sizeof(buf), NVMF_DIR_H2C, cqe);
+	return rc ? rc : cqe->status;
+}
+
+int nh_prop_get(struct nh_queue *aq, uint32_t off, bool eight, uint64_t *val)
+{
+	struct nvmf_cmd c = {.fctype = NVMF_FCTYPE_PROP_GET};
+	struct nvmf_prop p = {.size8 = eight, .offset = off};
+	struct nvmf_cqe e;
+	nvmf_prop_set(&c, &p);
+	int rc = nh_sync(aq, &c, NULL, NULL, 0, NVMF_DIR_NONE, &e);
+	*val = e.result;
+	return rc ? rc : e.status;
+}
+
+int nh_prop_set(struct nh_queue *aq, uint32_t off, uint32_t val)
+{
+	struct nvmf_cmd c = {.fctype = NVMF_FCTYPE_PROP_SET};
+	struct nvmf_prop p = {.offset = off, .value = val};
+	struct nvmf_cqe e;
+	nvmf_prop_set(&c, &p);
+	int rc = nh_sync(aq, &c, NULL, NULL, 0, NVMF_DIR_NONE, &e);
+	return rc ? rc : e.status;
+}
+
+static int wait_csts(struct nh_queue *aq, uint32_t mask, uint32_t want)
+{
+	uint64_t v = 0, end = nh_now_ns() + (uint64_t)aq->h->o.timeout_ms * 1000000;
+	do {
+		int rc = nh_prop_get(aq, NVME_REG_CSTS, false, &v);
+		if (rc)
+			return rc;
+		if (v & NVME_CSTS_CFS)
+			return -EIO;
+		if ((v & mask) == want)
+			return 0;
+	} while (nh_now_ns() < end);
+	return -ETIMEDOUT;
+}
+
+int nh_ctrl_start(struct nh *h, struct nh_queue *aq, uint32_t kato, uint8_t *id_ctrl)
+{
+	struct nvmf_cqe e;
+	int rc = nh_fabrics_connect(aq, 0xffff, kato, &e);
+	if (rc) {
+		fprintf(stderr, "nvmf host: Connect: %s (0x%x)\n",
+			rc > 0 ? nvmf_status_str((uint16_t)rc) : strerror(-rc), rc);
+		return -1;
+	}
+	h->cntlid = (uint16_t)e.result;
+	/* CC: EN, IOSQES 6, IOCQES 4, 4 KiB pages, NVM command set. */
+	rc = nh_prop_set(aq, NVME_REG_CC, NVME_CC_EN | 6u << 16 | 4u << 20);
+	if (!rc)
+		rc = wait_csts(aq, NVME_CSTS_RDY, NVME_CSTS_RDY);
+	if (rc) {
+		fprintf(stderr, "nvmf host: enabling the controller failed (%d)\n", rc);
+		return -1;
+	}
+	struct nvmf_cmd c = {.opc = NVME_ADM_IDENTIFY, .cdw = {[10] = NVME_ID_CNS_CTRL}};
+	rc = nh_sync(aq, &c, NULL, id_ctrl, NVMF_IDENTIFY_SIZE, NVMF_DIR_C2H, &e);
+	if (rc || e.status) {
+		fprintf(stderr, "nvmf host: Identify controller failed\n");
+		return -1;
+	}
+	return 0;
+}
+
+int nh_ctrl_shutdown(struct nh_queue *aq)
+{
+	int rc = nh_prop_set(aq, NVME_REG_CC, NVME_CC_EN | 6u << 16 | 4u << 20 | 1u << NVME_CC_SHN_SHIFT);
+	return rc ? rc : wait_csts(aq, NVME_CSTS_SHST_MASK, NVME_SHST_CMPLT << NVME_CSTS_SHST_SHIFT);
+}
