@@ -687,6 +687,44 @@ START_TEST(test_request_trailing)
 }
 END_TEST
 
+/* The tuning is the application's (iw_cm_set_conn_opts), defaults named. */
+START_TEST(test_conn_opts_api)
+{
+	struct iw_context_attr ca = {.comp_mask = IW_CONTEXT_ATTR_RX_BOUNCE, .rx_bounce_len = 100};
+	ck_assert_ptr_null(iw_context_new(&ca));
+	ck_assert_int_eq(errno, EINVAL);
+	ca.rx_bounce_len = 1u << 20;
+	struct iw_context *ctx = iw_context_new(&ca);
+	ck_assert_ptr_nonnull(ctx);
+	struct iw_cm_channel *ch = iw_cm_create_channel(ctx);
+	ck_assert_ptr_nonnull(ch);
+	struct iw_cm_id *id;
+	ck_assert_int_eq(iw_cm_create_id(ch, &id, NULL), 0);
+	struct iw_conn_opts o;
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &o), 0);
+	ck_assert_uint_eq(o.linger_ms, IW_LINGER_MS_DEFAULT);
+	ck_assert_uint_eq(o.wake_count, IW_WAKE_COUNT_DEFAULT);
+	ck_assert_uint_eq(o.direct_min, IW_DIRECT_MIN_DEFAULT);
+	struct iw_conn_opts set = {.comp_mask = IW_CONN_OPTS_LINGER, .linger_ms = 5, .wake_count = 99};
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &set), 0);
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &o), 0);
+	ck_assert_uint_eq(o.linger_ms, 5);
+	ck_assert_uint_eq(o.wake_count, IW_WAKE_COUNT_DEFAULT); /* bit clear: kept */
+	set.comp_mask = IW_CONN_OPTS_DIRECT_MIN;
+	set.direct_min = 0;
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &set), EINVAL);
+	set.comp_mask = 1u << 30;
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &set), EINVAL);
+	ck_assert_int_eq(iw_cm_set_conn_opts(NULL, &set), EINVAL);
+	struct iw_mpa_opts mo;
+	iw_mpa_opts_default(&mo);
+	ck_assert_uint_eq(mo.timeout_ms, IW_MPA_TIMEOUT_MS_DEFAULT);
+	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+	ck_assert_int_eq(iw_context_free(ctx), 0);
+}
+END_TEST
+
 Suite *suite_conn(void)
 {
 	Suite *s = suite_create("conn");
@@ -703,6 +741,7 @@ Suite *suite_conn(void)
 	tcase_add_loop_test(tc, test_bad_reply_terminate, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_reject);
 	tcase_add_test(tc, test_request_trailing);
+	tcase_add_test(tc, test_conn_opts_api);
 	suite_add_tcase(s, tc);
 	return s;
 }

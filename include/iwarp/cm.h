@@ -113,7 +113,8 @@ struct iw_mpa_opts {
 	bool peer_siw_term;   /* decode the peer's TERMINATE with siw's bit layout */
 	/* Initiator: while the peer has sent nothing since its Reply and we
 	 * have sent FPDUs, send a zero-length RDMA Write (STag 1, like a WRITE
-	 * RTR) after wake_ms, then 2x, 4x ... (6 times at most). siw sends
+	 * RTR) after wake_ms, then 2x, 4x ... (iw_conn_opts.wake_count
+	 * times at most, 6 by default). siw sends
 	 * its Reply before it hooks up its receive path and leaves FPDUs that
 	 * arrived in between unread until more data comes; the Write is that
 	 * data. Peers must accept zero-length tagged frames without checking
@@ -136,7 +137,7 @@ struct iw_conn_param {
 	uint16_t private_data_len; /* at most 508 with rev 2 enhanced, 512 otherwise */
 	uint8_t responder_resources; /* IRD: Read Requests we serve at once */
 	uint8_t initiator_depth;     /* ORD: Read Requests we keep outstanding */
-	uint32_t connect_timeout_ms; /* TCP connect deadline (0: 10 s) */
+	uint32_t connect_timeout_ms; /* TCP connect deadline (0: IW_CONNECT_TIMEOUT_MS_DEFAULT, 10 s) */
 	const struct iw_mpa_opts *mpa; /* replaces the id's options (NULL: keep) */
 };
 
@@ -219,6 +220,59 @@ int iw_cm_destroy_id(struct iw_cm_id *id);
  *   EINVAL  id or opts is NULL, rev is not 1 or 2, or pd_cap is above 512.
  */
 int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
+
+/* Defaults of the connection's tuning (struct iw_conn_opts) and deadlines. */
+#define IW_MPA_TIMEOUT_MS_DEFAULT 10000     /* iw_mpa_opts.timeout_ms */
+#define IW_CONNECT_TIMEOUT_MS_DEFAULT 10000 /* iw_conn_param.connect_timeout_ms 0 */
+#define IW_LINGER_MS_DEFAULT 3000
+#define IW_WAKE_COUNT_DEFAULT 6
+#define IW_DIRECT_MIN_DEFAULT 2048
+
+/* Which fields of struct iw_conn_opts a call sets. */
+enum iw_conn_opts_mask {
+	IW_CONN_OPTS_LINGER = 1 << 0,     /* linger_ms */
+	IW_CONN_OPTS_WAKE_COUNT = 1 << 1, /* wake_count */
+	IW_CONN_OPTS_DIRECT_MIN = 1 << 2, /* direct_min */
+};
+
+/* A connection's tuning: what libiwarp otherwise fixes at the defaults
+ * above. Fields whose bit is clear in comp_mask keep their value. */
+struct iw_conn_opts {
+	uint32_t comp_mask;  /* IW_CONN_OPTS_* */
+	/* After our FIN (or a TERMINATE), how long to wait for the peer's
+	 * FIN before resetting the connection. */
+	uint32_t linger_ms;
+	/* Initiator: the siw wake-up Writes (iw_mpa_opts.wake_ms) sent at
+	 * most; 0 sends none. */
+	uint32_t wake_count;
+	/* Receive payloads at least this long straight into the registered
+	 * buffer (one readv); shorter ones go through the context's bounce
+	 * buffer and a copy, cheaper than a system call each. At least 1. */
+	uint32_t direct_min;
+};
+
+/*
+ * Tune an id's connection: the fields of opts named in opts->comp_mask are
+ * copied and used from the id's next iw_cm_connect, iw_cm_listen or
+ * iw_cm_accept, as for iw_cm_set_mpa_opts; an incoming connection's id
+ * copies its listener's. Every id starts with the IW_*_DEFAULT values.
+ * Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id or opts is NULL, comp_mask has an unknown bit, or
+ *           direct_min is 0.
+ */
+int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts);
+/*
+ * Read an id's connection tuning: fill *opts with every field (comp_mask
+ * names them all). Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id or opts is NULL.
+ */
+int iw_cm_get_conn_opts(struct iw_cm_id *id, struct iw_conn_opts *opts);
 
 /*
  * Bind an id to a local address: record it (AF_INET or AF_INET6, copied)

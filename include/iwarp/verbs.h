@@ -61,7 +61,11 @@ struct iw_comp_channel;
 enum iw_context_attr_mask {
 	IW_CONTEXT_ATTR_PCAP = 1 << 0,     /* pcap_path is valid */
 	IW_CONTEXT_ATTR_PCAP_MAX = 1 << 1, /* pcap_max_bytes is valid */
+	IW_CONTEXT_ATTR_RX_BOUNCE = 1 << 2, /* rx_bounce_len is valid */
 };
+
+/* Default of iw_context_attr.rx_bounce_len. */
+#define IW_RX_BOUNCE_LEN_DEFAULT (64 * 1024)
 
 struct iw_context_attr {
 	uint32_t comp_mask;
@@ -88,6 +92,11 @@ struct iw_context_attr {
 	 * reached the cap ends with a syslog record that says so, and a line
 	 * on stderr when the context is freed. */
 	uint64_t pcap_max_bytes;
+	/* Octets the loop reads from a socket at once into its receive
+	 * buffer (payloads placed directly in registered memory aside; see
+	 * iw_conn_opts.direct_min): 4096 to 16 MiB; 0 or no
+	 * IW_CONTEXT_ATTR_RX_BOUNCE: IW_RX_BOUNCE_LEN_DEFAULT. */
+	uint32_t rx_bounce_len;
 };
 
 /*
@@ -110,7 +119,8 @@ struct iw_context_attr {
  * Returns: the context, or NULL with errno set.
  * Errors:
  *   EINVAL  pcap_max_bytes (or IWARP_PCAP_MAX) below 1024, or
- *           IWARP_PCAP_MAX is not a number with an optional K/M/G/T.
+ *           IWARP_PCAP_MAX is not a number with an optional K/M/G/T, or
+ *           rx_bounce_len outside 4096..16 MiB.
  *   ENOENT  The trace file could not be created; any errno of fopen(3)
  *           (EACCES, EROFS, ...) is passed on the same way.
  *   ENOMEM  Out of memory, or the event base could not be created.

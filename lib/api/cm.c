@@ -357,6 +357,53 @@ static int do_set_opts(void *arg)
 	return 0;
 }
 
+struct tune_args {
+	struct iw_cm_id_int *id;
+	const struct iw_conn_opts *in;
+	struct iw_conn_opts *out;
+};
+
+static int do_conn_opts(void *arg)
+{
+	struct tune_args *a = arg;
+	struct iw_conn_tune *t = &a->id->conn.tune;
+	if (a->out) {
+		*a->out = (struct iw_conn_opts){
+			.comp_mask = IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT |
+				     IW_CONN_OPTS_DIRECT_MIN,
+			.linger_ms = t->linger_ms,
+			.wake_count = t->wake_count,
+			.direct_min = t->direct_min,
+		};
+		return 0;
+	}
+	if (a->in->comp_mask & IW_CONN_OPTS_LINGER)
+		t->linger_ms = a->in->linger_ms;
+	if (a->in->comp_mask & IW_CONN_OPTS_WAKE_COUNT)
+		t->wake_count = a->in->wake_count;
+	if (a->in->comp_mask & IW_CONN_OPTS_DIRECT_MIN)
+		t->direct_min = a->in->direct_min;
+	return 0;
+}
+
+IW_EXPORT int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts)
+{
+	const uint32_t known = IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT | IW_CONN_OPTS_DIRECT_MIN;
+	if (!id || !opts || (opts->comp_mask & ~known) ||
+	    ((opts->comp_mask & IW_CONN_OPTS_DIRECT_MIN) && !opts->direct_min))
+		return EINVAL;
+	struct tune_args a = {iw_cm_id_int(id), opts, NULL};
+	return iw_ev_call(id->context, do_conn_opts, &a);
+}
+
+IW_EXPORT int iw_cm_get_conn_opts(struct iw_cm_id *id, struct iw_conn_opts *opts)
+{
+	if (!id || !opts)
+		return EINVAL;
+	struct tune_args a = {iw_cm_id_int(id), NULL, opts};
+	return iw_ev_call(id->context, do_conn_opts, &a);
+}
+
 /* On the loop thread, like every other change to an id. */
 IW_EXPORT int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts)
 {
@@ -492,7 +539,7 @@ static int take_param(struct iw_cm_id_int *id, const struct iw_conn_param *p)
 		memcpy(id->pd, p->private_data, id->pd_len);
 	id->ird = p->responder_resources;
 	id->ord = p->initiator_depth;
-	id->connect_timeout_ms = p->connect_timeout_ms ? p->connect_timeout_ms : 10000;
+	id->connect_timeout_ms = p->connect_timeout_ms ? p->connect_timeout_ms : IW_CONNECT_TIMEOUT_MS_DEFAULT;
 	return 0;
 }
 
@@ -508,7 +555,7 @@ static int do_connect(void *arg)
 	if (rc)
 		return rc;
 	if (!a->param)
-		id->connect_timeout_ms = 10000, id->ird = id->ord = 1;
+		id->connect_timeout_ms = IW_CONNECT_TIMEOUT_MS_DEFAULT, id->ird = id->ord = 1;
 	return iw_cm_conn_connect(id, a->addr);
 }
 

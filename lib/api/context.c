@@ -61,7 +61,15 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		errno = rc;
 		return NULL;
 	}
-	rc = iw_ev_init(ctx, attr ? attr->base : NULL);
+	size_t bounce = IW_RX_BOUNCE_LEN_DEFAULT;
+	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_RX_BOUNCE) && attr->rx_bounce_len)
+		bounce = attr->rx_bounce_len;
+	if (bounce < 4096 || bounce > (16u << 20)) {
+		iw_context_core_free(ctx);
+		errno = EINVAL;
+		return NULL;
+	}
+	rc = iw_ev_init(ctx, attr ? attr->base : NULL, bounce);
 	if (rc) {
 		iw_context_core_free(ctx);
 		errno = rc;

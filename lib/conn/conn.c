@@ -12,9 +12,9 @@
 
 void iw_conn_tune_default(struct iw_conn_tune *t)
 {
-	t->linger_ms = IW_CONN_LINGER_MS_DEFAULT;
-	t->wake_count = IW_CONN_WAKE_COUNT_DEFAULT;
-	t->direct_min = IW_CONN_DIRECT_MIN_DEFAULT;
+	t->linger_ms = IW_LINGER_MS_DEFAULT;
+	t->wake_count = IW_WAKE_COUNT_DEFAULT;
+	t->direct_min = IW_DIRECT_MIN_DEFAULT;
 }
 
 const char *iw_conn_state_str(enum iw_conn_state s)
@@ -203,7 +203,7 @@ int iw_conn_connect(struct iw_conn *c, struct iw_qp *qp, uint16_t ird, uint16_t 
 	c->initiator = true;
 	c->state = IW_CONN_CONNECTING;
 	timer_set(&c->t_state, connect_timeout_ms ? connect_timeout_ms
-						  : IW_CONN_CONNECT_TIMEOUT_MS_DEFAULT);
+						  : IW_CONNECT_TIMEOUT_MS_DEFAULT);
 	return 0;
 }
 

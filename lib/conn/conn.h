@@ -68,16 +68,12 @@ enum {
 	IW_CONN_EV_DROPPED = 1 << 9,       /* responder, never shown: free it */
 };
 
-/* Tuning, with the defaults of iw_conn_tune_default. */
+/* Tuning (iw_conn_opts in cm.h), with the defaults of iw_conn_tune_default. */
 struct iw_conn_tune {
 	uint32_t linger_ms;     /* after our FIN (or a TERMINATE), wait this long for the peer */
 	uint32_t wake_count;    /* siw wake-up Writes at most (iw_mpa_opts.wake_ms) */
 	uint32_t direct_min;    /* receive payloads of at least this many octets in place */
 };
-#define IW_CONN_LINGER_MS_DEFAULT 3000
-#define IW_CONN_WAKE_COUNT_DEFAULT 6
-#define IW_CONN_DIRECT_MIN_DEFAULT 2048
-#define IW_CONN_CONNECT_TIMEOUT_MS_DEFAULT 10000
 void iw_conn_tune_default(struct iw_conn_tune *t);
 
 /* Why a connection ended or failed. */

@@ -66,7 +66,7 @@ IW_EXPORT void iw_mpa_opts_default(struct iw_mpa_opts *opts)
 	opts->markers = false;
 	opts->accept_markers = true;
 	opts->pd_cap = IW_MPA_PD_MAX;
-	opts->timeout_ms = 10000;
+	opts->timeout_ms = IW_MPA_TIMEOUT_MS_DEFAULT;
 	opts->peer_siw_term = false;
 	opts->wake_ms = 200;
 }

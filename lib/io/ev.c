@@ -11,8 +11,6 @@
 #include "engine/context.h"
 #include "io/ev.h"
 
-#define BOUNCE_LEN (64 * 1024)
-
 struct iw_ev_cmd {
 	struct iw_ev_cmd *next;
 	int (*fn)(void *);
@@ -35,7 +33,8 @@ struct iw_ev {
 	int num_ids;
 	int kick_fd;
 	struct event *kick_ev;
-	unsigned char bounce[BOUNCE_LEN];
+	unsigned char *bounce;
+	size_t bounce_len;
 };
 
 /* The loop thread's id is rewritten by every callback while other threads
@@ -81,7 +80,7 @@ void iw_ev_leave(struct iw_context *ctx)
 
 unsigned char *iw_ev_bounce(struct iw_context *ctx, size_t *len)
 {
-	*len = BOUNCE_LEN;
+	*len = ctx->ev->bounce_len;
 	return ctx->ev->bounce;
 }
 
@@ -194,14 +193,21 @@ static void ev_free(struct iw_ev *ev)
 	pthread_mutex_destroy(&ev->big);
 	pthread_mutex_destroy(&ev->qlock);
 	pthread_cond_destroy(&ev->qcond);
+	free(ev->bounce);
 	free(ev);
 }
 
-int iw_ev_init(struct iw_context *ctx, struct event_base *base)
+int iw_ev_init(struct iw_context *ctx, struct event_base *base, size_t bounce_len)
 {
 	struct iw_ev *ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return ENOMEM;
+	ev->bounce_len = bounce_len;
+	ev->bounce = malloc(bounce_len);
+	if (!ev->bounce) {
+		free(ev);
+		return ENOMEM;
+	}
 	pthread_mutex_init(&ev->big, NULL);
 	pthread_mutex_init(&ev->qlock, NULL);
 	pthread_cond_init(&ev->qcond, NULL);

@@ -20,8 +20,9 @@
 struct iw_context;
 struct event_base;
 
-/* 0 or a positive errno. base NULL: create a base and a loop thread. */
-int iw_ev_init(struct iw_context *ctx, struct event_base *base);
+/* 0 or a positive errno. base NULL: create a base and a loop thread.
+ * bounce_len: the receive bounce buffer's size. */
+int iw_ev_init(struct iw_context *ctx, struct event_base *base, size_t bounce_len);
 /* 0, or EBUSY while CM ids exist. Stops and joins our loop thread. */
 int iw_ev_cleanup(struct iw_context *ctx);
 struct event_base *iw_ev_base(struct iw_context *ctx);
@@ -40,7 +41,8 @@ void iw_ev_unlock(struct iw_context *ctx);
  * thread, takes the CM lock) and ends with leave. */
 void iw_ev_enter(struct iw_context *ctx);
 void iw_ev_leave(struct iw_context *ctx);
-/* A 64 KiB receive bounce buffer, used only on the loop thread. */
+/* The receive bounce buffer (iw_context_attr.rx_bounce_len), used only on
+ * the loop thread. */
 unsigned char *iw_ev_bounce(struct iw_context *ctx, size_t *len);
 
 /* CM ids alive on the context (cleanup refuses while any exist). */
