@@ -59,9 +59,9 @@ int ex_wait_wc(struct iw_comp_channel *ch, struct iw_cq *cq, enum iw_wc_opcode w
 		iw_ack_cq_events(ecq, 1);
 	}
 	if (out->status != IW_WC_SUCCESS || out->opcode != want) {
-		fprintf(stderr, "completion %s status %s (vendor_err 0x%04x)\n",
+		fprintf(stderr, "completion %s status %s (TERMINATE: %s)\n",
 			iw_wc_opcode_str(out->opcode), iw_wc_status_str(out->status),
-			out->vendor_err);
+			iw_term_str(out->vendor_err));
 		return -1;
 	}
 	return 0;

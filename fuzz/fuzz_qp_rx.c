@@ -172,7 +172,7 @@ struct fz {
 	struct tap tap;
 	unsigned events;           /* IW_QPE_* taken */
 	unsigned qp_err_events, local_err_events, last_wqe_events;
-	uint16_t local_term;
+	uint32_t local_term;
 	bool conn_lost;            /* iw_qp_conn_lost was called */
 	bool tap_complete;         /* everything queued was written out */
 	uint8_t stage[65536];      /* last: not cleared per input */

@@ -189,7 +189,7 @@ struct lb_ev {
 	enum iw_cm_event_type type;
 	struct iw_cm_id *id, *listen_id;
 	int status, wire_err;
-	uint16_t term;
+	uint32_t term;
 	bool has_reason;
 	uint8_t rev, rtr, ird, ord;
 	bool crc, markers_rx, markers_tx;
@@ -1643,17 +1643,26 @@ START_TEST(test_close_outstanding)
 	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
 	ck_assert_ptr_eq(ev.id, s.id);
 
+	/* No TERMINATE was involved: every flush says so (IW_TERM_NONE), and
+	 * none reads as RDMAP's catastrophic triple 0. */
+	ck_assert_uint_eq(ev.term, IW_TERM_NONE);
 	wc_wait(c.scq, e.cli.cc, wc, 1 + CLOSE_SENDS, "client send queue");
 	wc_check(&wc[0], 100, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_WRITE, "unfinished write");
 	for (int i = 0; i < CLOSE_SENDS; i++)
 		wc_check(&wc[1 + i], 101 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_SEND,
 			 "unsent send");
+	for (int i = 0; i < 1 + CLOSE_SENDS; i++)
+		ck_assert_uint_eq(wc[i].vendor_err, IW_TERM_NONE);
 	wc_wait(c.rcq, e.cli.cc, wc, CLOSE_RECVS, "client receives");
-	for (int i = 0; i < CLOSE_RECVS; i++)
+	for (int i = 0; i < CLOSE_RECVS; i++) {
 		wc_check(&wc[i], 300 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "client recv");
+		ck_assert_uint_eq(wc[i].vendor_err, IW_TERM_NONE);
+	}
 	wc_wait(s.rcq, e.srv.cc, wc, CLOSE_RECVS, "server receives");
-	for (int i = 0; i < CLOSE_RECVS; i++)
+	for (int i = 0; i < CLOSE_RECVS; i++) {
 		wc_check(&wc[i], 200 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "server recv");
+		ck_assert_uint_eq(wc[i].vendor_err, IW_TERM_NONE);
+	}
 	wc_none(c.scq, "client send queue");
 	wc_none(c.rcq, "client receive queue");
 	wc_none(s.scq, "server send queue");
@@ -2086,7 +2095,7 @@ START_TEST(test_cm_markers_refused)
 		ck_assert_ptr_eq(ev.id, s.id);
 		/* The forced Reject says why: markers refused (no TERMINATE). */
 		ck_assert(ev.has_reason);
-		ck_assert_uint_eq(ev.term, 0);
+		ck_assert_uint_eq(ev.term, IW_TERM_NONE);
 	}
 	ck_assert(cm_next(e.cli.cm, &ev, deadline_in(LB_WAIT_MS)));
 	ck_assert_msg(ev.type == IW_CM_EVENT_REJECTED || ev.type == IW_CM_EVENT_CONNECT_ERROR,

@@ -1698,6 +1698,39 @@ START_TEST(test_modify_err)
 }
 END_TEST
 
+/* "No TERMINATE" is IW_TERM_NONE, never IW_TERM(0, 0, 0), which is RDMAP's
+ * local catastrophic error (issue 16, bug 3): successes and flushes that no
+ * TERMINATE caused say "none". */
+START_TEST(test_term_none)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *m = buf_new(&w, w.pd, 64, ACC_RW);
+	post_recv_buf(B->qp, 10, m, 0, 64);
+	ck_assert_int_eq(post_send_buf(A->qp, 1, IW_SEND_SIGNALED, m, 8), 0);
+	pump(&w);
+	struct iw_wc wc = expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_SEND);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_NONE);
+	wc = expect_wc(B->rcq, 10, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_NONE);
+	post_recv_buf(A->qp, 11, m, 0, 64);
+	ck_assert_int_eq(post_send_buf(A->qp, 2, 0, m, 8), 0);
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_ERR};
+	ck_assert_int_eq(iw_modify_qp(A->qp, &qa, IW_QP_STATE), 0);
+	wc = expect_wc(A->scq, 2, IW_WC_WR_FLUSH_ERR, IW_WC_SEND);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_NONE);
+	ck_assert_str_eq(iw_term_str(wc.vendor_err), "none");
+	wc = expect_wc(A->rcq, 11, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_NONE);
+	struct iw_async_event ev[2];
+	ck_assert_int_eq(async_count(w.ctx, ev, 2), 0);
+	world_free(&w);
+}
+END_TEST
+
 /* ================================================================ hostile peer */
 
 /* The QP under test is w.e[0] (responder, no P2P unless asked); the host
@@ -2703,6 +2736,38 @@ START_TEST(test_peer_terminate)
 }
 END_TEST
 
+/* A peer's TERMINATE with triple 0 (RDMAP local catastrophic) is named for
+ * what it is, in the event and in every flushed WR, and is not "none". */
+START_TEST(test_peer_term_zero)
+{
+	struct hfix f;
+	hfix_init(&f, 0, FEED_WHOLE);
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_TERMINATE, IW_QN_TERMINATE, 1, 0, true);
+	struct iw_terminate t = {.term = IW_TERM_RDMAP_CATASTROPHIC};
+	hl += (size_t)iw_rdmap_term_build(hdr + hl, sizeof(hdr) - hl, &t);
+	host_fpdu(&f.h, hdr, hl, NULL, 0);
+	struct iw_async_event ev[2];
+	ck_assert_int_eq(async_count(f.w.ctx, ev, 2), 1);
+	ck_assert_int_eq(ev[0].event_type, IW_EVENT_QP_TERMINATE);
+	ck_assert_uint_eq(ev[0].term, IW_TERM_RDMAP_CATASTROPHIC);
+	ck_assert_str_eq(iw_term_str(ev[0].term), "RDMAP local catastrophic error");
+	host_drain(&f.h);
+	struct end *e = &f.w.e[0];
+	struct iw_wc wc = expect_wc(e->scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_RDMAP_CATASTROPHIC);
+	expect_wc(e->scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	wc = expect_wc(e->scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_NONE); /* sent before, succeeded */
+	for (int i = 0; i < 3; i++) {
+		wc = expect_wc(e->rcq, 100 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+		ck_assert_uint_eq(wc.vendor_err, IW_TERM_RDMAP_CATASTROPHIC);
+		ck_assert_str_eq(iw_term_str(wc.vendor_err), "RDMAP local catastrophic error");
+	}
+	world_free(&f.w);
+}
+END_TEST
+
 /* ================================================================ fault injection */
 
 /* iw_qp_inject_fault(IW_FAULT_TX_CRC) against an in-memory peer that
@@ -3121,6 +3186,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_rfc7306_ops, 0, 2);
 	tcase_add_loop_test(tc, test_conn_lost, 0, 3);
 	tcase_add_test(tc, test_modify_err);
+	tcase_add_test(tc, test_term_none);
 	tcase_add_test(tc, test_ring_wrap);
 	tcase_add_test(tc, test_destroy_with_txq);
 	tcase_add_loop_test(tc, test_direct_vs_modify_err, 0, 2);
@@ -3132,6 +3198,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_hostile, 0, NUM_HCASES * HVARIANTS);
 	tcase_add_loop_test(tc, test_hostile_benign, 0, 4);
 	tcase_add_loop_test(tc, test_peer_terminate, 0, 4);
+	tcase_add_test(tc, test_peer_term_zero);
 	tcase_add_loop_test(tc, test_inject_crc, 0, NUM_CRC_CASES);
 	tcase_add_test(tc, test_hostile_rtr);
 	tcase_add_test(tc, test_hostile_bad_stag_counted);

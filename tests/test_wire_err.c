@@ -148,6 +148,13 @@ START_TEST(term_names_unknown)
 	/* catastrophic types carry no meaningful code */
 	ck_assert_str_eq(iw_term_str(IW_TERM(0, 0, 0x42)), iw_term_str(IW_TERM_RDMAP_CATASTROPHIC));
 	ck_assert_str_eq(iw_term_str(IW_TERM(1, 0, 0x42)), iw_term_str(IW_TERM_DDP_CATASTROPHIC));
+	/* "No TERMINATE" sits outside the 16-bit triple space and has its
+	 * own name; triple 0 is RDMAP's local catastrophic error. */
+	ck_assert(!IW_TERM_IS_TRIPLE(IW_TERM_NONE));
+	ck_assert(IW_TERM_IS_TRIPLE(IW_TERM_RDMAP_CATASTROPHIC));
+	ck_assert_str_eq(iw_term_str(IW_TERM_NONE), "none");
+	ck_assert_str_eq(iw_term_str(0), "RDMAP local catastrophic error");
+	ck_assert_str_eq(iw_term_str(0x10000), "not a TERMINATE triple");
 }
 END_TEST
 

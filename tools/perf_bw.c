@@ -142,9 +142,9 @@ static int post_credit(struct bw_run *b, uint32_t i)
 static int bad_wc(struct bw_run *b, const struct iw_wc *wc, const char *what)
 {
 	perf_alive(b->s); /* a flush usually means the peer went: say so */
-	perf_err(b->s, "%s completion on QP %u: %s (vendor_err 0x%x)%s", what,
+	perf_err(b->s, "%s completion on QP %u: %s (TERMINATE: %s)%s", what,
 		 (unsigned)((wc->wr_id >> 48) & 0x7fff), iw_wc_status_str(wc->status),
-		 wc->vendor_err, b->s->dead || b->s->data_dead ? ": the peer went away" : "");
+		 iw_term_str(wc->vendor_err), b->s->dead || b->s->data_dead ? ": the peer went away" : "");
 	return -1;
 }
 

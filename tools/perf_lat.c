@@ -76,8 +76,8 @@ static int wait_wc(struct lat_run *l, struct iw_cq *cq, const char *what)
 			if (wc.status == IW_WC_SUCCESS)
 				return 0;
 			bool gone = !perf_alive(l->s);
-			perf_err(l->s, "%s completion: %s (vendor_err 0x%x)%s", what,
-				 iw_wc_status_str(wc.status), wc.vendor_err,
+			perf_err(l->s, "%s completion: %s (TERMINATE: %s)%s", what,
+				 iw_wc_status_str(wc.status), iw_term_str(wc.vendor_err),
 				 gone ? ": the peer went away" : "");
 			return -1;
 		}

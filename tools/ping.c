@@ -423,8 +423,8 @@ static enum step expect_wc(struct conn *c, struct iw_cq *cq, enum iw_wc_opcode w
 		return STEP_CLOSED;
 	}
 	if (wc.status != IW_WC_SUCCESS || wc.opcode != want) {
-		say("%s: %s completed with %s (vendor_err 0x%04x)", what,
-		    iw_wc_opcode_str(wc.opcode), iw_wc_status_str(wc.status), wc.vendor_err);
+		say("%s: %s completed with %s (TERMINATE: %s)", what, iw_wc_opcode_str(wc.opcode),
+		    iw_wc_status_str(wc.status), iw_term_str(wc.vendor_err));
 		report_async(c->ctx);
 		return STEP_FAIL;
 	}
@@ -969,7 +969,8 @@ static void client_failed(const struct conn *c, const struct iw_cm_event *ev)
 		    err, iw_wire_err_str(ev->wire_err), iw_wire_err_name(ev->wire_err));
 	else if (ev->status == EPROTO && ev->reason)
 		say("connecting to %s failed: %s (%s): %s%s%s", c->peer, ename, err, ev->reason,
-		    ev->term ? "; we sent TERMINATE " : "", ev->term ? iw_term_str(ev->term) : "");
+		    ev->term != IW_TERM_NONE ? "; we sent TERMINATE " : "",
+		    ev->term != IW_TERM_NONE ? iw_term_str(ev->term) : "");
 	else if (ev->status == EPROTO)
 		say("connecting to %s failed: %s (%s): the MPA Reply does not match our Request "
 		    "(revision, P2P/RTR, markers or IRD/ORD)",

@@ -162,9 +162,10 @@ struct iw_cm_event {
 	/* CONNECT_ERROR from MPA negotiation, on either side (a Reply we
 	 * cannot accept: no RTR we offered, no A, ORD above our IRD, markers
 	 * refused; or a Reject we had to send): the TERMINATE triple that
-	 * describes it (iw_term_str; 0 when there is none) and a sentence
-	 * naming the problem (static storage; NULL when there is none). */
-	uint16_t term;
+	 * describes it (iw_term_str; IW_TERM_NONE when there is none, on
+	 * every other event too) and a sentence naming the problem (static
+	 * storage; NULL when there is none). */
+	uint32_t term;
 	const char *reason;
 };
 

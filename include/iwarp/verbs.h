@@ -44,6 +44,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The TERMINATE triples in vendor_err and the event fields (IW_TERM(),
+ * IW_TERM_NONE, iw_term_str) are wire.h's. */
+#include <iwarp/wire.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -178,8 +182,10 @@ struct iw_async_event {
 		struct iw_srq *srq;
 	} element;
 	/* For the QP_* events: the TERMINATE triple sent or received
-	 * (IW_TERM() packing, see wire.h) and whether it came from the peer. */
-	uint16_t term;
+	 * (IW_TERM() packing, see wire.h) and whether it came from the peer;
+	 * IW_TERM_NONE when there is none (always for CQ_ERR,
+	 * SRQ_LIMIT_REACHED and SQ_DRAINED). */
+	uint32_t term;
 	bool term_from_peer;
 };
 
@@ -562,7 +568,10 @@ struct iw_wc {
 	uint64_t wr_id;
 	enum iw_wc_status status;
 	enum iw_wc_opcode opcode;
-	uint32_t vendor_err; /* the TERMINATE triple behind an error, if any */
+	/* The TERMINATE triple (IW_TERM() packing) sent or received behind an
+	 * error; IW_TERM_NONE on success and when no TERMINATE was involved
+	 * (iw_modify_qp to ERR, a lost or closed connection). */
+	uint32_t vendor_err;
 	uint32_t byte_len;
 	uint32_t imm_data;   /* network order, as libibverbs */
 	uint32_t invalidated_rkey;
@@ -575,7 +584,7 @@ struct iw_wc {
  * wc[0..], oldest first. Each completion is handed out once. A send WR
  * completes in posting order, successes only when signaled, errors always;
  * status IW_WC_WR_FLUSH_ERR marks WRs flushed after the QP went to ERR, and
- * vendor_err carries the TERMINATE triple behind an error, if any. Never
+ * vendor_err carries the TERMINATE triple behind an error, or IW_TERM_NONE. Never
  * blocks; any thread.
  *
  * Returns: the number of completions stored (0 when the CQ is empty), or a

@@ -53,6 +53,14 @@ static inline uint32_t iw_crc32c_final(uint32_t state) { return ~state; }
 #define IW_TERM_LAYER(t) (((t) >> 12) & 0xF)
 #define IW_TERM_ETYPE(t) (((t) >> 8) & 0xF)
 #define IW_TERM_ECODE(t) ((t) & 0xFF)
+/* "No TERMINATE": a value outside the 16-bit triple space, so that it can
+ * never be mistaken for IW_TERM(0, 0, 0) (RDMAP local catastrophic error).
+ * The 32-bit fields that carry a triple (iw_wc.vendor_err,
+ * iw_async_event.term, iw_cm_event.term) hold it when no TERMINATE was sent
+ * or received; iw_term_str names it "none". Test with == IW_TERM_NONE, or
+ * IW_TERM_IS_TRIPLE() before taking a value apart with the macros above. */
+#define IW_TERM_NONE 0xFFFFFFFFu
+#define IW_TERM_IS_TRIPLE(t) ((uint32_t)(t) <= 0xFFFFu)
 
 enum iw_term_layer { IW_LAYER_RDMAP = 0, IW_LAYER_DDP = 1, IW_LAYER_LLP = 2 };
 
@@ -96,9 +104,11 @@ enum iw_term_code {
 };
 
 /* A readable name for a triple, e.g. "DDP untagged buffer: invalid MSN, no
- * buffer available". Unknown triples give "unknown <layer> error". The
- * LLP error type is ignored when naming (Chelsio sends type 3 for MPA). */
-const char *iw_term_str(uint16_t term);
+ * buffer available"; "RDMAP local catastrophic error" for IW_TERM(0, 0, 0),
+ * "none" for IW_TERM_NONE and "not a TERMINATE triple" for any other value
+ * above 0xFFFF. Unknown triples give "unknown <layer> error". The LLP error
+ * type is ignored when naming (Chelsio sends type 3 for MPA). */
+const char *iw_term_str(uint32_t term);
 /* "RDMAP", "DDP", "LLP" or "reserved". */
 const char *iw_term_layer_str(unsigned layer);
 

@@ -53,6 +53,7 @@ struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_ty
 	e->pub.event = type;
 	e->pub.id = &id->pub;
 	e->pub.status = status;
+	e->pub.term = IW_TERM_NONE;
 	e->pub.param.responder_resources = (uint8_t)(id->conn.res.ird > 255 ? 255 : id->conn.res.ird);
 	e->pub.param.initiator_depth = (uint8_t)(id->conn.res.ord > 255 ? 255 : id->conn.res.ord);
 	e->pub.mpa_rev = id->conn.res.rev;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "engine/context.h"
+#include "iwarp/wire.h"
 #include "base/visibility.h"
 
 static struct iw_async_node *async_node(const struct iw_evq_node *n)
@@ -32,6 +33,15 @@ static void node_free(struct iw_evq_node *n)
 	free(async_node(n));
 }
 
+/* Only the QP error events (and LAST_WQE_REACHED, which repeats the QP's)
+ * carry a TERMINATE triple; the others always say IW_TERM_NONE, whatever
+ * their raiser left in the field. */
+static bool carries_term(enum iw_event_type t)
+{
+	return t == IW_EVENT_QP_FATAL || t == IW_EVENT_QP_REQ_ERR || t == IW_EVENT_QP_ACCESS_ERR ||
+	       t == IW_EVENT_QP_TERMINATE || t == IW_EVENT_QP_LAST_WQE_REACHED;
+}
+
 void iw_async_raise(struct iw_context *ctx, const struct iw_async_event *ev)
 {
 	struct iw_async_node *a = calloc(1, sizeof(*a));
@@ -43,6 +53,10 @@ void iw_async_raise(struct iw_context *ctx, const struct iw_async_event *ev)
 		return;
 	}
 	a->ev = *ev;
+	if (!carries_term(ev->event_type)) {
+		a->ev.term = IW_TERM_NONE;
+		a->ev.term_from_peer = false;
+	}
 	iw_evq_push(&ctx->async, &a->node);
 }
 

@@ -123,6 +123,7 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 	qp->qp_num = atomic_fetch_add(&pd->context->next_qpn, 1) + 1;
 	qp->mreq = (struct iw_mem_req){.pd = pd, .qp_num = qp->qp_num, .bad_stag = &qp->bad_stag};
 	qp->max_rd_atomic = qp->max_dest_rd_atomic = 16;
+	qp->term = IW_TERM_NONE;
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->state = IW_QPS_RESET;
 	qp->init_attr = *attr;
@@ -202,7 +203,7 @@ static void reset_locked(struct iw_qp *qp)
 	qp->wake_pending = false;
 	qp->tx_cur = IW_TX_NONE;
 	qp->rx_direct_busy = false;
-	qp->term = 0;
+	qp->term = IW_TERM_NONE;
 	qp->term_from_peer = false;
 	memset(&qp->in, 0, sizeof(qp->in));
 }
@@ -444,7 +445,9 @@ void iw_qp_set_error_locked(struct iw_qp *qp)
 		iw_qp_flush_rq_locked(qp);
 	if (qp->srq) {
 		/* verbs: the application may now reclaim what it shared. */
-		struct iw_async_event ev = {.event_type = IW_EVENT_QP_LAST_WQE_REACHED};
+		struct iw_async_event ev = {.event_type = IW_EVENT_QP_LAST_WQE_REACHED,
+					    .term = qp->term,
+					    .term_from_peer = qp->term_from_peer};
 		ev.element.qp = qp;
 		iw_async_raise(qp->context, &ev);
 	}

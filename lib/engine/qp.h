@@ -226,7 +226,7 @@ struct iw_qp {
 	} in;
 
 	/* error */
-	uint16_t term;        /* TERMINATE sent or received */
+	uint32_t term;        /* TERMINATE sent or received, or IW_TERM_NONE */
 	bool term_from_peer;
 	struct iw_terminate peer_term;
 	const char *err_msg;

@@ -60,6 +60,7 @@ static void complete_rwqe(struct iw_qp *qp, enum iw_wc_opcode op, unsigned flags
 	struct iw_wc wc = {
 		.wr_id = w->wr_id,
 		.status = IW_WC_SUCCESS,
+		.vendor_err = IW_TERM_NONE,
 		.opcode = op,
 		.byte_len = (uint32_t)qp->in.msg_len,
 		.imm_data = imm,
@@ -391,7 +392,7 @@ static void end_atomic_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 static void peer_terminate(struct iw_qp *qp, const struct iw_ddp_seg *s, bool parsed)
 {
 	const uint8_t *raw = s->raw_hdr + IW_DDP_UNTAGGED_HDR_LEN;
-	uint16_t t;
+	uint32_t t;
 	if (qp->conn.peer_siw_term)
 		t = iw_rdmap_term_siw_code(raw);
 	else

@@ -174,6 +174,7 @@ int iw_swqe_fill(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *w
 	w->sge_ptr = ptr;
 	w->sge_mr = mr;
 	w->wr_id = wr->wr_id;
+	w->vendor_err = IW_TERM_NONE;
 	w->opcode = wr->opcode;
 	w->flags = wr->send_flags;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IW_SEND_SIGNALED);

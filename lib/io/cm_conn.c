@@ -303,7 +303,8 @@ static void raise_why(struct iw_cm_id_int *id, enum iw_cm_event_type type)
 	if (!ev)
 		return;
 	ev->wire_err = w->wire_err;
-	ev->term = w->term;
+	/* The handshake's 0 means none: MPA failures are never RDMAP's. */
+	ev->term = w->term ? w->term : IW_TERM_NONE;
 	ev->reason = w->reason;
 	iw_cm_event_queue(id, ev);
 }

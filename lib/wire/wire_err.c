@@ -56,8 +56,12 @@ IW_EXPORT const char *iw_term_layer_str(unsigned layer)
 	return layer < 3 ? names[layer] : "reserved";
 }
 
-IW_EXPORT const char *iw_term_str(uint16_t term)
+IW_EXPORT const char *iw_term_str(uint32_t term)
 {
+	if (term == IW_TERM_NONE)
+		return "none";
+	if (!IW_TERM_IS_TRIPLE(term))
+		return "not a TERMINATE triple";
 	/* Chelsio sends MPA errors with error type 3; name them by layer+code. */
 	if (IW_TERM_LAYER(term) == IW_LAYER_LLP)
 		term = IW_TERM(IW_LAYER_LLP, 0, IW_TERM_ECODE(term));

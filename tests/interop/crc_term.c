@@ -397,7 +397,7 @@ static void check_event(struct run *r)
 			return;
 	}
 	const struct iw_async_event *e = &s->ae[0];
-	uint16_t t = e->term;
+	uint32_t t = e->term;
 	if (e->event_type != IW_EVENT_QP_TERMINATE || !e->term_from_peer)
 		check(r, "event %s (%s TERMINATE 0x%04x), want the peer's TERMINATE",
 		      iw_event_type_str(e->event_type), e->term_from_peer ? "peer's" : "our",
@@ -497,12 +497,12 @@ static int verdict(struct run *r, bool complete)
 	int flushed = check_sends(r, sends, sizeof(sends));
 	flushed += check_recvs(r);
 	check_end(r);
-	uint16_t t = r->seen.nae ? r->seen.ae[0].term : 0;
+	uint32_t t = r->seen.nae ? r->seen.ae[0].term : IW_TERM_NONE;
 	printf("crc_term: %s: peer TERMINATE layer %s(%u) type %u code 0x%02x (%s); "
 	       "ORD %u; %s; recv %d flushed; flushed %d WRs; %s\n",
 	       r->failed ? "FAIL" : "PASS", iw_term_layer_str(IW_TERM_LAYER(t)),
 	       IW_TERM_LAYER(t), IW_TERM_ETYPE(t), IW_TERM_ECODE(t),
-	       r->seen.nae ? iw_term_str(t) : "none", r->seen.ord, sends,
+	       iw_term_str(t), r->seen.ord, sends,
 	       r->seen.nr, flushed, r->seen.disconnected ? "DISCONNECTED" : "not disconnected");
 	return r->failed ? EXIT_CHECK : EXIT_PASS;
 }
