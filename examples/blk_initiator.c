@@ -159,9 +159,9 @@ static int on_resp(struct initiator *in, const struct iw_wc *wc, enum blk_op op)
 static int on_wc(struct initiator *in, const struct iw_wc *wc, enum blk_op op)
 {
 	if (wc->status != IW_WC_SUCCESS) {
-		fprintf(stderr, "initiator: %s: %s (vendor_err 0x%x)\n",
+		fprintf(stderr, "initiator: %s: %s (TERMINATE: %s)\n",
 			iw_wc_opcode_str(wc->opcode), iw_wc_status_str(wc->status),
-			wc->vendor_err);
+			iw_term_str(wc->vendor_err));
 		return -1;
 	}
 	if (wc->wr_id & RECV_BIT)
