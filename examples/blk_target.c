@@ -51,8 +51,11 @@ struct conn;
  * (its unsignaled WRs carry 0: they complete only when flushed). */
 struct io {
 	struct conn *c;
-	struct iw_mr *mr; /* fast-registration MR: the RDMA READ's sink */
-	uint32_t stag;    /* mr's STag from the last REG_MR */
+	/* Fast-registration MR for the RDMA READ's sink. Its STags only ever
+	 * go to this connection's peer, so iw_inc_rkey's next key will do; a
+	 * pool shared by all connections would draw random keys. */
+	struct iw_mr *mr;
+	uint32_t stag; /* mr's STag from the last REG_MR */
 	struct blk_cmd cmd;
 	bool busy;
 };
@@ -571,6 +574,11 @@ static int run(struct target *t, const char *addr, uint16_t port)
 	printf("target: %u blocks written by initiators verified; %lu I/Os (%lu reads, %lu "
 	       "writes), %lu octets moved over %d connections\n",
 	       n, t->ios, t->reads, t->writes, t->ios * (unsigned long)BLK_SIZE, t->closed);
+	/* A peer guessing STags shows here (and TERMINATEs its connection). */
+	struct iw_stag_stats st = {0};
+	if (iw_query_stag_stats(t->ctx, &st) == 0)
+		printf("target: %llu remote accesses refused for their STag\n",
+		       (unsigned long long)st.invalid_stag);
 	return t->async ? -1 : 0;
 }
 

@@ -10,7 +10,8 @@
 #    buffers were filled with 0xEE before each read) and every response
 #    was a Send with Invalidate of that I/O's STag (128 of 128);
 #  - the target found blk_pattern in all 256 blocks the initiators wrote
-#    into its zeroed disk, after 512 I/Os over 4 connections;
+#    into its zeroed disk, after 512 I/Os over 4 connections, and counted
+#    no access refused for its STag (iw_query_stag_stats);
 #  - all five exit 0.
 # A second round with two initiators and blk_target -i (odd blocks answered
 # with a plain Send) proves the other path: each initiator sees 64 responses
@@ -86,6 +87,8 @@ round() {
 	TPID=
 	grep -q "^target: $((n * 64)) blocks written by initiators verified; $((n * 128)) I/Os ($((n * 64)) reads, $((n * 64)) writes), $((n * 128 * 4096)) octets moved over $n connections$" \
 		"$TMP/target.out" || fail "target: no verification line"
+	grep -q "^target: 0 remote accesses refused for their STag$" "$TMP/target.out" ||
+		fail "target: STag refusals counted (or no count)"
 	echo "blk_pair: $n connections, $((n * 128)) I/Os of 4096 octets verified at both ends, $INV of 128 grants per connection revoked by the target (port $PORT)"
 }
 

@@ -322,7 +322,9 @@ int iw_dereg_mr(struct iw_mr *mr);
  *    of the buffer's first octet: the peer addresses reg.addr[i] as
  *    reg.iova + i (0 for zero-based offsets, (uintptr_t)reg.addr to do as
  *    iw_reg_mr does). Local SGEs naming the MR use the same iova-based
- *    addresses.
+ *    addresses. The key is the application's choice: iw_inc_rkey's keys
+ *    follow each other, so an MR whose STags go to different peers in
+ *    turn should take a random key instead (any but the current one).
  *  - The REG_MR runs when it reaches the head of the send queue: after the
  *    WRs posted before it have started, before any WR behind it starts. So
  *    a Send that hands reg.key to the peer may follow it in the same post.
