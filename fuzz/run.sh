@@ -5,7 +5,8 @@
 #
 # Runs every libFuzzer target that `make fuzz` built for SECONDS each
 # (default 60), seeded from the vector files (fuzz_qp_rx also from the
-# conversations fuzz/seed_qp.py writes against its memory layout). Corpora,
+# conversations fuzz/seed_qp.py writes against its memory layout; the
+# replay and pcap targets from fuzz/seed_replay.py's captures). Corpora,
 # logs and crash artifacts go to fuzz/ under the build directory: they are
 # build output.
 # Exits non-zero if a target crashed or could not run.
@@ -19,6 +20,7 @@ export UBSAN_OPTIONS
 case $secs in '' | *[!0-9]*) echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 targets="fuzz_mpa_frame fuzz_fpdu_rx fuzz_qp_rx fuzz_nvmf_capsule"
+targets="$targets fuzz_replay_capture fuzz_replay_reasm fuzz_pcap_roundtrip"
 
 # Vector files: $IW_VECTOR_DIR, else the tree's rfc-vectors/, else the
 # shared reference set the tree's files were copied from.
@@ -35,6 +37,9 @@ fi
 # Its conversations need no vector file; the vectors are added when found.
 python3 "$srcdir/fuzz/seed_qp.py" fuzz $(ls "$vecdir"/*.iwv 2>/dev/null) ||
 	echo "run.sh: warning: fuzz_qp_rx got no seeds" >&2
+# Small captures, reassembly cases and writer runs, written by the script.
+python3 "$srcdir/fuzz/seed_replay.py" fuzz ||
+	echo "run.sh: warning: the replay and pcap targets got no seeds" >&2
 
 status=0
 for t in $targets; do

@@ -238,15 +238,9 @@ static void on_frame(struct rt_capture *cap, const struct pcap_pkthdr *h, const 
 		problem(cap, "ethertype 0x%04x", type);
 }
 
-int rt_read(struct rt_capture *cap, const char *path)
+/* Every record of pc, then pc closed. */
+static int read_all(struct rt_capture *cap, pcap_t *pc)
 {
-	char err[PCAP_ERRBUF_SIZE] = "";
-	memset(cap, 0, sizeof(*cap));
-	pcap_t *pc = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, err);
-	if (!pc) {
-		snprintf(cap->why, sizeof(cap->why), "%s", err);
-		return -1;
-	}
 	if (pcap_datalink(pc) != DLT_EN10MB)
 		problem(cap, "link type %d", pcap_datalink(pc));
 	struct pcap_pkthdr *h;
@@ -262,6 +256,31 @@ int rt_read(struct rt_capture *cap, const char *path)
 	}
 	pcap_close(pc);
 	return 0;
+}
+
+int rt_read(struct rt_capture *cap, const char *path)
+{
+	char err[PCAP_ERRBUF_SIZE] = "";
+	memset(cap, 0, sizeof(*cap));
+	pcap_t *pc = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, err);
+	if (!pc) {
+		snprintf(cap->why, sizeof(cap->why), "%s", err);
+		return -1;
+	}
+	return read_all(cap, pc);
+}
+
+int rt_read_fp(struct rt_capture *cap, FILE *fp)
+{
+	char err[PCAP_ERRBUF_SIZE] = "";
+	memset(cap, 0, sizeof(*cap));
+	pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, err);
+	if (!pc) {
+		fclose(fp);
+		snprintf(cap->why, sizeof(cap->why), "%s", err);
+		return -1;
+	}
+	return read_all(cap, pc);
 }
 
 void rt_free(struct rt_capture *cap)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <iwarp/wire.h>
 
@@ -63,6 +64,9 @@ struct rt_capture {
  * open or read the file (cap->why says why). Framing problems are counted
  * in cap->problems, not fatal. */
 int rt_read(struct rt_capture *cap, const char *path);
+/* The same from an open stream, which is closed (fuzz/fuzz_pcap_roundtrip
+ * reads memory through fmemopen). */
+int rt_read_fp(struct rt_capture *cap, FILE *fp);
 void rt_free(struct rt_capture *cap);
 
 /* One direction's FPDUs. */

@@ -20,25 +20,25 @@ struct rp_capture {
 	char err[PCAP_ERRBUF_SIZE + 64];
 };
 
-struct rp_capture *rp_capture_open(const char *path, char *err, size_t errcap)
+/* pc opened (NULL: ebuf says why): the capture, or NULL with err set. */
+static struct rp_capture *wrap(pcap_t *pc, const char *name, const char *ebuf, char *err,
+			       size_t errcap)
 {
-	char ebuf[PCAP_ERRBUF_SIZE] = "";
-	pcap_t *pc = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, ebuf);
 	struct rp_capture *c;
 	int dlt;
 
 	if (!pc) {
-		snprintf(err, errcap, "%s: %s", path, ebuf[0] ? ebuf : "cannot open");
+		snprintf(err, errcap, "%s: %s", name, ebuf[0] ? ebuf : "cannot open");
 		return NULL;
 	}
 	dlt = pcap_datalink(pc);
 	if (!rp_link_known(dlt)) {
-		const char *name = pcap_datalink_val_to_name(dlt);
+		const char *dname = pcap_datalink_val_to_name(dlt);
 
 		snprintf(err, errcap,
 			 "%s: link type %d (%s) is not supported (Ethernet, Linux cooked SLL/SLL2, "
 			 "raw IP and loopback are)",
-			 path, dlt, name ? name : "unknown");
+			 name, dlt, dname ? dname : "unknown");
 		pcap_close(pc);
 		return NULL;
 	}
@@ -47,6 +47,25 @@ struct rp_capture *rp_capture_open(const char *path, char *err, size_t errcap)
 	c->pc = pc;
 	c->dlt = dlt;
 	return c;
+}
+
+struct rp_capture *rp_capture_open(const char *path, char *err, size_t errcap)
+{
+	char ebuf[PCAP_ERRBUF_SIZE] = "";
+	pcap_t *pc = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, ebuf);
+
+	return wrap(pc, path, ebuf, err, errcap);
+}
+
+struct rp_capture *rp_capture_fopen(FILE *fp, const char *name, char *err, size_t errcap)
+{
+	char ebuf[PCAP_ERRBUF_SIZE] = "";
+	pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, ebuf);
+
+	/* libpcap owns fp once it took it; not when it refused it. */
+	if (!pc)
+		fclose(fp);
+	return wrap(pc, name, ebuf, err, errcap);
 }
 
 /* One frame: 1 if it is a TCP segment (in *p), 0 if skipped. */

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rp.h"
 
@@ -36,6 +37,10 @@ struct rp_capture;
 
 /* NULL with a message in err on failure (unreadable, unknown link type). */
 struct rp_capture *rp_capture_open(const char *path, char *err, size_t errcap);
+/* The same from an open stream (fuzz/fuzz_replay_capture reads memory
+ * through fmemopen); fp is closed by rp_capture_close, or here on failure.
+ * name is for the messages. */
+struct rp_capture *rp_capture_fopen(FILE *fp, const char *name, char *err, size_t errcap);
 /* 1: *p is the next TCP segment; 0: end of capture; -1: read error
  * (rp_capture_error: a truncated file, say). */
 int rp_capture_next(struct rp_capture *c, struct rp_pkt *p);
