@@ -22,5 +22,7 @@ Suite *suite_loopback(void);
 Suite *suite_qp(void);
 Suite *suite_conn(void);
 Suite *suite_trace(void);
+Suite *suite_srq(void);
+Suite *suite_device(void);
 
 #endif

@@ -899,6 +899,147 @@ START_TEST(thread_waits_on_channel)
 }
 END_TEST
 
+/* ------------------------------------------------------------ resize */
+
+static void poll_expect(struct iw_cq *cq, uint64_t from, uint64_t to)
+{
+	struct iw_wc wc;
+
+	for (uint64_t i = from; i < to; i++) {
+		ck_assert_int_eq(iw_poll_cq(cq, 1, &wc), 1);
+		ck_assert_uint_eq(wc.wr_id, i);
+		ck_assert_uint_eq(wc.byte_len, (uint32_t)i * 3);
+	}
+	ck_assert_int_eq(iw_poll_cq(cq, 1, &wc), 0);
+}
+
+/* Grow and shrink a CQ whose ring has wrapped: what it holds stays, in
+ * order, once; the new size is exact; shrinking below what is queued is
+ * refused and changes nothing. */
+START_TEST(resize_keeps_completions)
+{
+	struct iw_context ctx;
+	struct iw_comp_channel *ch;
+	struct iw_cq *cq;
+	struct iw_wc wc[4];
+	struct iw_wc extra = wc_of(99, IW_WC_SUCCESS);
+
+	ctx_init(&ctx);
+	ch = nb_channel(&ctx);
+	cq = iw_create_cq(&ctx, 4, NULL, ch, 0);
+	ck_assert_ptr_nonnull(cq);
+	for (uint64_t i = 0; i < 4; i++)
+		push_ok(cq, i, false);
+	ck_assert_int_eq(iw_poll_cq(cq, 3, wc), 3);
+	for (uint64_t i = 4; i < 7; i++)
+		push_ok(cq, i, false); /* 3..6 queued, wrapped around slot 0 */
+	ck_assert_int_eq(iw_resize_cq(cq, 3), EINVAL);
+	ck_assert_int_eq(iw_resize_cq(cq, 0), EINVAL);
+	ck_assert_int_eq(iw_resize_cq(cq, IW_CQ_MAX_CQE + 1), EINVAL);
+	ck_assert_int_eq(iw_resize_cq(NULL, 8), EINVAL);
+	ck_assert_uint_eq(iw_cq_room(cq), 0);
+	/* Full and overflowing: the episode ends once there is room. */
+	ck_assert_int_eq(iw_cq_push(cq, &extra, false), -ENOSPC);
+	expect_cq_err(&ctx, cq);
+	ck_assert_int_eq(iw_resize_cq(cq, 10), 0);
+	ck_assert_uint_eq(iw_cq_room(cq), 6);
+	/* The arming survives the resize and fires on the next push. */
+	ck_assert_int_eq(iw_req_notify_cq(cq, 0), 0);
+	for (uint64_t i = 7; i < 13; i++)
+		push_ok(cq, i, false);
+	expect_event(ch, cq, NULL);
+	ck_assert_int_eq(iw_cq_push(cq, &extra, false), -ENOSPC);
+	expect_cq_err(&ctx, cq); /* a new episode after the resize */
+	ck_assert_int_eq(iw_poll_cq(cq, 4, wc), 4);
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(wc[i].wr_id, (uint64_t)i + 3);
+	/* Shrink to exactly what is queued (7..12). */
+	ck_assert_int_eq(iw_resize_cq(cq, 5), EINVAL);
+	ck_assert_int_eq(iw_resize_cq(cq, 6), 0);
+	ck_assert_uint_eq(iw_cq_room(cq), 0);
+	poll_expect(cq, 7, 13);
+	ck_assert_int_eq(iw_resize_cq(cq, 1), 0);
+	push_ok(cq, 13, false);
+	ck_assert_int_eq(iw_cq_push(cq, &extra, false), -ENOSPC);
+	poll_expect(cq, 13, 14);
+	ck_assert_uint_eq(cq->lost, 3);
+	iw_ack_cq_events(cq, 1);
+	ck_assert_int_eq(iw_destroy_cq(cq), 0);
+	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
+	ctx_fini(&ctx);
+}
+END_TEST
+
+#define RS_TOTAL 200000
+
+struct resize_mt {
+	struct iw_cq *cq;
+	atomic_bool done;
+	uint64_t next; /* poller: the wr_id expected next */
+};
+
+/* One producer in order, retrying a push the full CQ refused (a refused
+ * completion is not in the CQ, so retrying cannot duplicate it). */
+static void *rs_produce(void *arg)
+{
+	struct resize_mt *m = arg;
+
+	for (uint64_t i = 0; i < RS_TOTAL; i++) {
+		struct iw_wc wc = wc_of(i, IW_WC_SUCCESS);
+
+		while (iw_cq_push(m->cq, &wc, false) == -ENOSPC)
+			sched_yield();
+	}
+	atomic_store(&m->done, true);
+	return NULL;
+}
+
+static void *rs_consume(void *arg)
+{
+	struct resize_mt *m = arg;
+	struct iw_wc wc[16];
+
+	while (m->next < RS_TOTAL) {
+		int n = iw_poll_cq(m->cq, 16, wc);
+
+		ck_assert_int_ge(n, 0);
+		for (int i = 0; i < n; i++)
+			ck_assert_uint_eq(wc[i].wr_id, m->next++);
+		if (n == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* Resizing up and down while one thread pushes and another polls: every
+ * completion comes out exactly once, in order. */
+START_TEST(resize_while_busy)
+{
+	struct iw_context ctx;
+	struct resize_mt m = {0};
+	pthread_t p, c;
+	unsigned ok = 0;
+
+	ctx_init(&ctx);
+	m.cq = iw_create_cq(&ctx, 64, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(m.cq);
+	ck_assert_int_eq(pthread_create(&c, NULL, rs_consume, &m), 0);
+	ck_assert_int_eq(pthread_create(&p, NULL, rs_produce, &m), 0);
+	for (int i = 0; !atomic_load(&m.done); i++) {
+		int rc = iw_resize_cq(m.cq, 8 + (i % 7) * 37);
+
+		ck_assert(rc == 0 || rc == EINVAL); /* EINVAL: more queued than asked */
+		ok += rc == 0;
+	}
+	ck_assert_int_eq(pthread_join(p, NULL), 0);
+	ck_assert_int_eq(pthread_join(c, NULL), 0);
+	ck_assert_uint_eq(m.next, RS_TOTAL);
+	ck_assert_uint_gt(ok, 0);
+	ck_assert_int_eq(iw_destroy_cq(m.cq), 0);
+	ctx_fini(&ctx);
+}
+END_TEST
+
 /* ------------------------------------------------------------ strings */
 
 static void check_distinct(const char *const *s, int n)
@@ -984,6 +1125,8 @@ Suite *suite_cq(void)
 	tcase_add_test(tc, async_forget_by_element);
 	tcase_add_loop_test(tc, threads_every_wr_once, 0, 2);
 	tcase_add_test(tc, thread_waits_on_channel);
+	tcase_add_test(tc, resize_keeps_completions);
+	tcase_add_test(tc, resize_while_busy);
 	tcase_add_test(tc, wc_status_strings);
 	tcase_add_test(tc, wc_opcode_strings);
 	tcase_add_test(tc, event_type_strings);

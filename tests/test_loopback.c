@@ -1831,6 +1831,38 @@ START_TEST(test_cm_rejected)
 }
 END_TEST
 
+/* A target keeps its own object on each id and QP, without tables: the
+ * listener's context (set after listen) goes to the ids it accepts, an
+ * accepted id takes its own, later events carry it, and the QP hands back
+ * its qp_context. */
+START_TEST(test_cm_set_context)
+{
+	static int listener_obj;
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	ck_assert_int_eq(iw_cm_set_context(NULL, &listener_obj), EINVAL);
+	ck_assert_int_eq(iw_cm_set_context(e.listen, &listener_obj), 0);
+	ck_assert_ptr_eq(e.listen->user_context, &listener_obj);
+	struct lb_conn c = {0}, s = {0};
+	struct lb_spec sp = {0};
+	pair_start(&e, &sp, &c);
+	pair_take_request(&e, &sp, &s);
+	ck_assert_ptr_eq(s.req.id->user_context, &listener_obj);
+	ck_assert_int_eq(iw_cm_set_context(s.req.id, &s), 0);
+	pair_accept(&sp, &s);
+	pair_established(&e, &c, &s);
+	ck_assert_ptr_eq(s.est.id->user_context, &s);
+	ck_assert_ptr_eq(e.listen->user_context, &listener_obj);
+	/* conn_qp made each QP with qp_context = its lb_conn. */
+	ck_assert_ptr_eq(iw_qp_get_context(s.qp), &s);
+	ck_assert_ptr_eq(iw_qp_get_context(c.qp), &c);
+	ck_assert_ptr_null(iw_qp_get_context(NULL));
+	conn_fini(&c);
+	conn_fini(&s);
+	env_fini(&e);
+}
+END_TEST
+
 START_TEST(test_cm_unreachable)
 {
 	struct lb_env e;
@@ -2573,6 +2605,7 @@ Suite *suite_loopback(void)
 	tc = tcase_create("cm");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_cm_rejected);
+	tcase_add_test(tc, test_cm_set_context);
 	tcase_add_test(tc, test_cm_unreachable);
 	tcase_add_test(tc, test_cm_mpa_timeout);
 	tcase_add_loop_test(tc, test_cm_private_data, 0, 4);

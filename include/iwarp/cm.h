@@ -169,7 +169,8 @@ struct iw_cm_event {
 	const char *reason;
 };
 
-/* The id. Fields are read-only to the application. */
+/* The id. Fields are read-only to the application; user_context is set
+ * with iw_cm_set_context. */
 struct iw_cm_id {
 	struct iw_context *context;
 	struct iw_cm_channel *channel;
@@ -191,6 +192,22 @@ struct iw_cm_id {
  *   ENOMEM  Out of memory.
  */
 int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id, void *user_context);
+/*
+ * Set an id's context: store user_context in id->user_context, as a
+ * librdmacm application writes rdma_cm_id->context. Meant for the ids of
+ * incoming connections, which start with their listener's context: set
+ * the connection's own object on CONNECT_REQUEST, and every later event of
+ * that id (ESTABLISHED, DISCONNECTED, ...) carries it in
+ * event->id->user_context. On a listener it is the context that
+ * connections accepted from then on start with. Any thread, without
+ * waiting for the loop; the store is atomic, so the loop thread never
+ * sees half of it.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id is NULL.
+ */
+int iw_cm_set_context(struct iw_cm_id *id, void *user_context);
 /*
  * Destroy a CM id: an open connection is reset (abortive close, no
  * DISCONNECTED event), a listening socket is closed, its QP (created with

@@ -66,6 +66,8 @@ enum iw_context_attr_mask {
 	IW_CONTEXT_ATTR_PCAP = 1 << 0,     /* pcap_path is valid */
 	IW_CONTEXT_ATTR_PCAP_MAX = 1 << 1, /* pcap_max_bytes is valid */
 	IW_CONTEXT_ATTR_RX_BOUNCE = 1 << 2, /* rx_bounce_len is valid */
+	IW_CONTEXT_ATTR_LOOP_CPUSET = 1 << 3, /* loop_cpuset and loop_cpuset_size are valid */
+	IW_CONTEXT_ATTR_LOOP_NAME = 1 << 4,   /* loop_name is valid */
 };
 
 /* Default of iw_context_attr.rx_bounce_len. */
@@ -101,6 +103,16 @@ struct iw_context_attr {
 	 * iw_conn_opts.direct_min): 4096 to 16 MiB; 0 or no
 	 * IW_CONTEXT_ATTR_RX_BOUNCE: IW_RX_BOUNCE_LEN_DEFAULT. */
 	uint32_t rx_bounce_len;
+	/* Convenience mode only (base NULL): the CPUs the loop thread may run
+	 * on, a cpu_set_t of loop_cpuset_size octets as pthread_setaffinity_np(3)
+	 * takes it (sizeof(cpu_set_t), or CPU_ALLOC_SIZE for a dynamic set).
+	 * Set before the thread runs; without it the thread inherits the
+	 * affinity of the thread calling iw_context_new. */
+	const void *loop_cpuset;
+	size_t loop_cpuset_size;
+	/* Convenience mode only: the loop thread's name (ps -L, top -H, gdb),
+	 * at most 15 characters. Default: "iwarp-loop". */
+	const char *loop_name;
 };
 
 /*
@@ -112,7 +124,9 @@ struct iw_context_attr {
  * call this on the thread that runs the loop, or before the loop runs. The
  * base is the application's: it must outlive the context and keep being
  * dispatched (CM calls from other threads wait for it). With attr->base
- * NULL the context starts its own loop thread. With pcap_path (with
+ * NULL the context starts its own loop thread, named loop_name
+ * (IW_CONTEXT_ATTR_LOOP_NAME, else "iwarp-loop") and bound to the CPUs of
+ * loop_cpuset (IW_CONTEXT_ATTR_LOOP_CPUSET). With pcap_path (with
  * IW_CONTEXT_ATTR_PCAP in comp_mask, else $IWARP_PCAP) the trace file is
  * created now and written by a thread of the context until
  * iw_context_free; pcap_max_bytes (IW_CONTEXT_ATTR_PCAP_MAX, else
@@ -123,8 +137,11 @@ struct iw_context_attr {
  * Returns: the context, or NULL with errno set.
  * Errors:
  *   EINVAL  pcap_max_bytes (or IWARP_PCAP_MAX) below 1024, or
- *           IWARP_PCAP_MAX is not a number with an optional K/M/G/T, or
- *           rx_bounce_len outside 4096..16 MiB.
+ *           IWARP_PCAP_MAX is not a number with an optional K/M/G/T;
+ *           rx_bounce_len outside 4096..16 MiB; a LOOP_* option with
+ *           attr->base set; loop_cpuset NULL or of size 0, or a set with
+ *           no CPU this process may use; loop_name NULL, empty or longer
+ *           than 15 characters.
  *   ENOENT  The trace file could not be created; any errno of fopen(3)
  *           (EACCES, EROFS, ...) is passed on the same way.
  *   ENOMEM  Out of memory, or the event base could not be created.
@@ -151,6 +168,55 @@ struct iw_context *iw_context_new(const struct iw_context_attr *attr);
  *           still exist on the context.
  */
 int iw_context_free(struct iw_context *ctx);
+
+/* Capabilities in iw_device_attr.device_cap_flags. */
+enum iw_device_cap_flags {
+	/* Fast registration (IW_WR_REG_MR on an iw_alloc_mr MR, IW_WR_LOCAL_INV)
+	 * and Send with Invalidate, both ways. */
+	IW_DEVICE_MEM_MGT_EXTENSIONS = 1 << 0,
+	/* RFC 7306 atomics and immediate data, on QPs created with
+	 * IW_QP_CREATE_RFC7306 (the peer must implement RFC 7306 too). */
+	IW_DEVICE_RFC7306 = 1 << 1,
+	IW_DEVICE_RESIZE_CQ = 1 << 2,  /* iw_resize_cq */
+	IW_DEVICE_RESIZE_SRQ = 1 << 3, /* iw_modify_srq with IW_SRQ_MAX_WR */
+};
+
+/* The limits of a context, as libibverbs' struct ibv_device_attr names them.
+ * Every field is a bound the corresponding call enforces. */
+struct iw_device_attr {
+	/* In: the extension groups the caller's struct has room for (0 for
+	 * this version). Out: those that were filled. The fields below are
+	 * always filled. */
+	uint32_t comp_mask;
+	uint64_t device_cap_flags;    /* enum iw_device_cap_flags */
+	uint64_t max_mr_size;         /* octets one MR may cover */
+	uint32_t max_qp;              /* QPs alive at once on the context */
+	uint32_t max_qp_wr;           /* max_send_wr, max_recv_wr */
+	uint32_t max_sge;             /* max_send_sge, max_recv_sge */
+	uint32_t max_inline_data;
+	uint32_t max_cqe;             /* cqe of iw_create_cq, iw_resize_cq */
+	uint32_t max_mr;              /* MRs (STags) alive at once */
+	uint32_t max_qp_rd_atom;      /* IRD: inbound Reads and atomics per QP */
+	uint32_t max_qp_init_rd_atom; /* ORD: outbound Reads and atomics per QP */
+	uint32_t max_srq_wr;          /* max_wr of an SRQ */
+	uint32_t max_srq_sge;
+};
+/*
+ * Query a context's limits and capabilities: fill *attr with the largest
+ * values iw_create_qp, iw_create_cq, iw_create_srq, iw_reg_mr and the ORD
+ * and IRD of a connection accept, and the features in device_cap_flags.
+ * They are the library's own limits: the same for every context and every
+ * peer (a connection may negotiate a smaller IRD or ORD).
+ *
+ * Set attr->comp_mask to the extension groups your struct has room for
+ * (0 for this version of the struct) before the call; it returns the
+ * groups filled. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  ctx or attr is NULL.
+ */
+int iw_query_device(struct iw_context *ctx, struct iw_device_attr *attr);
 
 /* Asynchronous events: QP fatal/terminate, CQ overflow, SRQ limit. The fd
  * becomes readable when an event is queued; iw_get_async_event never
@@ -462,6 +528,20 @@ int iw_destroy_comp_channel(struct iw_comp_channel *channel);
 struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_context,
 			   struct iw_comp_channel *channel, int comp_vector);
 /*
+ * Resize a CQ to exactly cqe entries, larger or smaller, while QPs use it.
+ * The completions it holds stay, in order, and are each polled once; the
+ * arming, the channel and the overflow count are kept. The CQ may not
+ * shrink below the number of completions it holds now: poll first. Any
+ * thread, also while completions are being added and polled.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  cq is NULL, cqe is below 1 or above 4194304 (2^22), or cqe is
+ *           below the number of completions in the CQ.
+ *   ENOMEM  Out of memory (the CQ is unchanged).
+ */
+int iw_resize_cq(struct iw_cq *cq, int cqe);
+/*
  * Destroy a CQ. Completions still in it are discarded, a channel event
  * still queued for it is dropped, and so are queued asynchronous events
  * naming it. Nothing changes while a QP uses it or while events obtained
@@ -738,6 +818,15 @@ int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_mask,
  * Returns: the number, or 0 if qp is NULL.
  */
 uint32_t iw_qp_num(const struct iw_qp *qp);
+/*
+ * Get a QP's context: the qp_context of its struct iw_qp_init_attr
+ * (iw_create_qp, iw_cm_create_qp), so that an asynchronous event's
+ * element.qp or a CM id's qp leads to the application's own object without
+ * a table. Any thread.
+ *
+ * Returns: the pointer given at creation, or NULL if qp is NULL.
+ */
+void *iw_qp_get_context(const struct iw_qp *qp);
 
 enum iw_wr_opcode {
 	IW_WR_RDMA_WRITE,
@@ -891,8 +980,16 @@ enum iw_srq_attr_mask { IW_SRQ_MAX_WR = 1 << 0, IW_SRQ_LIMIT = 1 << 1 };
 /*
  * Create a shared receive queue on pd: QPs created with attr.srq take their
  * receive WRs from it, oldest first. attr is copied: max_wr 1..16384,
- * max_sge 1..16, srq_limit at most max_wr (0: no limit event). The size is
- * fixed. The PD must outlive the SRQ, the SRQ its QPs.
+ * max_sge 1..16, srq_limit at most max_wr (0: no limit event). iw_modify_srq
+ * resizes it and re-arms the limit. The PD must outlive the SRQ, the SRQ its
+ * QPs.
+ *
+ * A QP takes a WR when the first segment of a Send arrives and owns it from
+ * then on. If that QP goes to ERR before the message ends, the WR completes
+ * on the QP's receive CQ with IW_WC_WR_FLUSH_ERR and the QP's qp_num: repost
+ * it to the SRQ to use its buffer again. WRs still on the SRQ stay there for
+ * the other QPs, without a completion; IW_EVENT_QP_LAST_WQE_REACHED tells
+ * that the QP in ERR takes no more.
  *
  * Returns: the SRQ, or NULL with errno set.
  * Errors:
@@ -901,19 +998,38 @@ enum iw_srq_attr_mask { IW_SRQ_MAX_WR = 1 << 0, IW_SRQ_LIMIT = 1 << 1 };
  */
 struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr *attr);
 /*
- * Modify an SRQ: arm its limit (attr_mask IW_SRQ_LIMIT). When a QP takes a
- * WR and fewer than srq_limit remain, IW_EVENT_SRQ_LIMIT_REACHED is raised
- * once and the limit disarms. 0 disarms it. Resizing (IW_SRQ_MAX_WR) is not
- * supported.
+ * Modify an SRQ: resize it and arm its limit, as ibv_modify_srq.
+ * IW_SRQ_MAX_WR resizes it to exactly attr->max_wr WRs, larger or smaller,
+ * while QPs use it: the WRs posted stay, in order, and each is taken once.
+ * It may not shrink below the WRs posted now. max_sge is kept.
+ * IW_SRQ_LIMIT arms the limit: when a QP takes a WR and fewer than
+ * srq_limit remain posted, IW_EVENT_SRQ_LIMIT_REACHED is raised once and
+ * the limit disarms (iw_query_srq then reports 0); 0 disarms it. With both
+ * bits the limit is checked against the new size. Either everything asked
+ * is applied or nothing is. Any thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:
- *   EINVAL  srq or attr is NULL, attr_mask has a bit other than
- *           IW_SRQ_LIMIT, or srq_limit is above the SRQ's size.
+ *   EINVAL  srq or attr is NULL; attr_mask has a bit other than
+ *           IW_SRQ_MAX_WR and IW_SRQ_LIMIT; max_wr is 0, above 16384, or
+ *           below the number of WRs posted; the limit (new, or the one
+ *           armed) would be above the size.
+ *   ENOMEM  Out of memory (the SRQ is unchanged).
  */
 int iw_modify_srq(struct iw_srq *srq, struct iw_srq_attr *attr, int attr_mask);
 /*
- * Destroy an SRQ. WRs still posted on it are released without a completion.
+ * Query an SRQ: its size (max_wr), max_sge and the limit armed now (0 when
+ * none is armed, or after it fired) in *attr. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  srq or attr is NULL.
+ */
+int iw_query_srq(struct iw_srq *srq, struct iw_srq_attr *attr);
+/*
+ * Destroy an SRQ. WRs still posted on it are released without a completion
+ * (their MRs may be deregistered afterwards; no wr_id of theirs is ever
+ * reported).
  * Queued asynchronous events naming it are dropped. Nothing changes while
  * QPs use it.
  *

@@ -320,6 +320,16 @@ IW_EXPORT int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id
 	return rc;
 }
 
+/* The loop thread reads a listener's context as it accepts (cm_conn.c):
+ * atomic on both sides, so no lock and no hop to the loop. */
+IW_EXPORT int iw_cm_set_context(struct iw_cm_id *id, void *user_context)
+{
+	if (!id)
+		return EINVAL;
+	__atomic_store_n(&id->user_context, user_context, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static int do_destroy(void *arg)
 {
 	struct iw_cm_id_int *id = arg;

@@ -47,13 +47,44 @@ void iw_context_core_free(struct iw_context *ctx)
 	free(ctx);
 }
 
+/* The loop thread's options, checked before anything is created. Linux
+ * limits a thread name to 15 characters. */
+static int loop_opts_get(struct iw_ev_thread_opts *t, const struct iw_context_attr *attr)
+{
+	uint32_t m = attr ? attr->comp_mask : 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!(m & (IW_CONTEXT_ATTR_LOOP_CPUSET | IW_CONTEXT_ATTR_LOOP_NAME)))
+		return 0;
+	if (attr->base)
+		return EINVAL; /* the application's loop: no thread of ours */
+	if (m & IW_CONTEXT_ATTR_LOOP_CPUSET) {
+		if (!attr->loop_cpuset || !attr->loop_cpuset_size)
+			return EINVAL;
+		t->cpuset = attr->loop_cpuset;
+		t->cpuset_size = attr->loop_cpuset_size;
+	}
+	if (m & IW_CONTEXT_ATTR_LOOP_NAME) {
+		if (!attr->loop_name || !attr->loop_name[0] || strlen(attr->loop_name) > 15)
+			return EINVAL;
+		t->name = attr->loop_name;
+	}
+	return 0;
+}
+
 IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 {
+	struct iw_ev_thread_opts lt;
+	int rc = loop_opts_get(&lt, attr);
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
 	struct iw_context *ctx = iw_context_core_new();
 	if (!ctx)
 		return NULL;
 	struct iw_trace_opts to;
-	int rc = iw_trace_opts_get(&to, attr);
+	rc = iw_trace_opts_get(&to, attr);
 	if (rc == 0 && to.path)
 		rc = iw_trace_new(&ctx->trace, &to);
 	if (rc) {
@@ -69,7 +100,7 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	rc = iw_ev_init(ctx, attr ? attr->base : NULL, bounce);
+	rc = iw_ev_init(ctx, attr ? attr->base : NULL, bounce, &lt);
 	if (rc) {
 		iw_context_core_free(ctx);
 		errno = rc;

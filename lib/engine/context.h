@@ -25,6 +25,7 @@ struct iw_context {
 	atomic_uint next_qpn;
 	atomic_uint next_pd;
 	atomic_int num_objs;  /* PDs, CQs and completion channels alive */
+	atomic_uint num_qps;  /* QPs alive (at most IW_MAX_QP) */
 	struct iw_ev *ev;     /* loop, kick fd, own thread */
 	struct iw_trace *trace; /* NULL: no tracing (trace.h) */
 	atomic_uint async_lost; /* events iw_async_raise could not allocate */

@@ -220,19 +220,6 @@ IW_EXPORT int iw_destroy_cq(struct iw_cq *cq)
 	return 0;
 }
 
-IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
-{
-	if (!cq)
-		return EINVAL;
-	pthread_mutex_lock(&cq->lock);
-	if (!solicited_only)
-		cq->armed = IW_CQ_ARM_NEXT;
-	else if (cq->armed != IW_CQ_ARM_NEXT)
-		cq->armed = IW_CQ_ARM_SOLICITED;
-	pthread_mutex_unlock(&cq->lock);
-	return 0;
-}
-
 /* The caller holds cq->lock. Copies n entries from the head, in at most two
  * runs because the ring wraps. */
 static void ring_take(struct iw_cq *cq, struct iw_wc *out, uint32_t n)
@@ -245,6 +232,59 @@ static void ring_take(struct iw_cq *cq, struct iw_wc *out, uint32_t n)
 	memcpy(out + first, cq->ring, (n - first) * sizeof(*out));
 	cq->head = (cq->head + n) % cq->cap;
 	cq->count -= n;
+}
+
+/* The caller holds cq->lock and has checked that ring holds cq->count
+ * entries: the queued completions move to its front, oldest first. */
+static void ring_swap(struct iw_cq *cq, struct iw_wc **ring, uint32_t cap)
+{
+	struct iw_wc *old = cq->ring;
+	uint32_t n = cq->count;
+
+	ring_take(cq, *ring, n);
+	cq->ring = *ring;
+	cq->cap = cap;
+	cq->head = 0;
+	cq->count = n;
+	if (n < cap)
+		cq->overflow = false; /* room again: the overflow episode is over */
+	*ring = old;
+}
+
+/* The new ring is allocated before the lock is taken, so pushes from the
+ * loop thread never wait on malloc; completions are copied under the lock
+ * in one step, so none is lost or seen twice. */
+IW_EXPORT int iw_resize_cq(struct iw_cq *cq, int cqe)
+{
+	struct iw_wc *ring;
+	int rc = 0;
+
+	if (!cq || cqe < 1 || cqe > IW_CQ_MAX_CQE)
+		return EINVAL;
+	ring = calloc((size_t)cqe, sizeof(*ring));
+	if (!ring)
+		return ENOMEM;
+	pthread_mutex_lock(&cq->lock);
+	if (cq->count > (uint32_t)cqe)
+		rc = EINVAL;
+	else
+		ring_swap(cq, &ring, (uint32_t)cqe);
+	pthread_mutex_unlock(&cq->lock);
+	free(ring); /* the old ring, or the new one if refused */
+	return rc;
+}
+
+IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
+{
+	if (!cq)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	if (!solicited_only)
+		cq->armed = IW_CQ_ARM_NEXT;
+	else if (cq->armed != IW_CQ_ARM_NEXT)
+		cq->armed = IW_CQ_ARM_SOLICITED;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
 }
 
 IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)

@@ -27,6 +27,20 @@ IW_EXPORT uint32_t iw_qp_num(const struct iw_qp *qp)
 	return qp ? qp->qp_num : 0;
 }
 
+IW_EXPORT void *iw_qp_get_context(const struct iw_qp *qp)
+{
+	return qp ? qp->qp_context : NULL;
+}
+
+/* One of the context's IW_MAX_QP live QPs, or false when all are taken. */
+static bool qp_slot_take(struct iw_context *ctx)
+{
+	if (atomic_fetch_add(&ctx->num_qps, 1) < IW_MAX_QP)
+		return true;
+	atomic_fetch_sub(&ctx->num_qps, 1);
+	return false;
+}
+
 /* ------------------------------------------------------------ create */
 
 static int cap_valid(const struct iw_qp_init_attr *a)
@@ -115,7 +129,7 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 	/* Every QP inlines at least 256 octets (MPI stacks broke at 64). */
 	if (qp->cap.max_inline_data < 256)
 		qp->cap.max_inline_data = 256;
-	if (qp_alloc_rings(qp)) {
+	if (qp_alloc_rings(qp) || !qp_slot_take(qp->context)) {
 		qp_free(qp);
 		errno = ENOMEM;
 		return NULL;
@@ -160,6 +174,7 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 		atomic_fetch_sub(&qp->srq->use, 1);
 	/* Queued events must not hand the application a freed QP. */
 	iw_async_forget(qp->context, qp);
+	atomic_fetch_sub(&qp->context->num_qps, 1);
 	pthread_mutex_destroy(&qp->lock);
 	qp_free(qp);
 	return 0;

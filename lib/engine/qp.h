@@ -32,6 +32,8 @@
 #define IW_MAX_INLINE 1024
 #define IW_MAX_QP_WR 16384
 #define IW_MAX_ORD_IRD 128
+/* QPs alive at once per context (each connected one also holds a socket). */
+#define IW_MAX_QP (1u << 20)
 
 /* A send WQE. */
 struct iw_swqe {

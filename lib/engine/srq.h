@@ -15,6 +15,9 @@
 
 #include "engine/qp.h"
 
+/* Largest max_wr an SRQ accepts (iw_create_srq, iw_modify_srq). */
+#define IW_MAX_SRQ_WR 16384
+
 struct iw_srq {
 	struct iw_context *context;
 	struct iw_pd *pd;

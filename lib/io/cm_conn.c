@@ -487,7 +487,8 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 
 static void accept_one(struct iw_cm_id_int *l, int fd)
 {
-	struct iw_cm_id_int *id = iw_cm_id_alloc(l->ch, l->pub.user_context);
+	void *user = __atomic_load_n(&l->pub.user_context, __ATOMIC_ACQUIRE); /* iw_cm_set_context */
+	struct iw_cm_id_int *id = iw_cm_id_alloc(l->ch, user);
 	if (!id) {
 		close(fd);
 		return;

@@ -20,9 +20,19 @@
 struct iw_context;
 struct event_base;
 
-/* 0 or a positive errno. base NULL: create a base and a loop thread.
- * bounce_len: the receive bounce buffer's size. */
-int iw_ev_init(struct iw_context *ctx, struct event_base *base, size_t bounce_len);
+/* How our own loop thread starts (iw_context_attr's LOOP_* options). */
+struct iw_ev_thread_opts {
+	const void *cpuset; /* cpu_set_t for pthread_attr_setaffinity_np; NULL: inherit */
+	size_t cpuset_size;
+	const char *name;   /* NULL: IW_EV_THREAD_NAME */
+};
+#define IW_EV_THREAD_NAME "iwarp-loop"
+
+/* 0 or a positive errno. base NULL: create a base and a loop thread
+ * started with t (may be NULL). bounce_len: the receive bounce buffer's
+ * size. */
+int iw_ev_init(struct iw_context *ctx, struct event_base *base, size_t bounce_len,
+	       const struct iw_ev_thread_opts *t);
 /* 0, or EBUSY while CM ids exist. Stops and joins our loop thread. */
 int iw_ev_cleanup(struct iw_context *ctx);
 struct event_base *iw_ev_base(struct iw_context *ctx);
