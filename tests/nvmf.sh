@@ -19,6 +19,7 @@
 #    disconnect;
 #  - a host killed (SIGKILL) with 64 commands in flight: the target goes
 #    on serving the next host;
+#  - the raw-TCP baseline (--tcp against --tcp-server) runs the same shapes;
 #  - a file namespace keeps its data across a restart of the target;
 #  - SIGTERM stops the target with exit 0.
 # Uses the programs of IW_BUILDDIR (set by `make check`; . otherwise).
@@ -165,6 +166,28 @@ perf "the next host is served after one vanished mid-I/O" -r randrw -b 4096 -d 8
 kill -0 "$TPID" 2>/dev/null && ok "target alive" || bad "target died"
 
 stop_target && ok "SIGTERM: target exits 0" || bad "target exit status on SIGTERM"
+
+# The raw-TCP baseline runs the same load shapes.
+"$PERF" --tcp-server -a 127.0.0.1 -p 0 >"$TMP/tcp.out" 2>&1 &
+SPID=$!
+PIDS="$PIDS $SPID"
+i=0
+TP=
+while [ -z "$TP" ] && [ $i -lt 100 ]; do
+	sleep 0.05
+	TP=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/tcp.out")
+	i=$((i + 1))
+done
+for load in "randread 4096 32" "randwrite 4096 1" "rw 131072 4"; do
+	set -- $load
+	if [ -n "$TP" ] && $TO "$PERF" --tcp -a 127.0.0.1 -p "$TP" -r "$1" -b "$2" -d "$3" -c 500 \
+		>"$TMP/perf.out" 2>&1 && grep -q '^RESULT ios=5[0-9][0-9] ' "$TMP/perf.out"; then
+		ok "raw-TCP baseline $load"
+	else
+		bad "raw-TCP baseline $load"
+	fi
+done
+kill "$SPID"
 
 # A file namespace keeps what was written across a restart.
 start_target -N "$TMP/ns.img" -s 2M -b 4096 || exit 1

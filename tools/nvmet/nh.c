@@ -324,10 +324,10 @@ static void on_rsp(struct nh_queue *q, const struct iw_wc *wc)
 		q->h->done(r, q->h->done_arg);
 }
 
-static void poll_queue(struct nh_queue *q)
+static int poll_queue(struct nh_queue *q)
 {
 	struct iw_wc wc[32];
-	int n;
+	int n, got = 0;
 	while (q->cq && (n = iw_poll_cq(q->cq, 32, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IW_WC_SUCCESS) {
@@ -338,13 +338,23 @@ static void poll_queue(struct nh_queue *q)
 				q->dead = true;
 			} else if (wc[i].opcode == IW_WC_RECV) {
 				on_rsp(q, &wc[i]);
+				got++;
 			}
 		}
 	}
+	return got;
 }
 
-void nh_progress(struct nh *h, struct nh_queue *qs, int nq)
+void nh_wait(struct nh *h)
 {
+	struct timeval tv = {0, 100000};
+	event_base_loopexit(h->base, &tv);
+	event_base_loop(h->base, EVLOOP_ONCE);
+}
+
+int nh_progress(struct nh *h, struct nh_queue *qs, int nq)
+{
+	int got = 0;
 	struct iw_cm_event *ev;
 	event_base_loop(h->base, EVLOOP_NONBLOCK);
 	while (iw_cm_get_event(h->cm, &ev) == 0) {
@@ -355,7 +365,8 @@ void nh_progress(struct nh *h, struct nh_queue *qs, int nq)
 		iw_cm_ack_event(ev);
 	}
 	for (int i = 0; i < nq; i++)
-		poll_queue(&qs[i]);
+		got += poll_queue(&qs[i]);
+	return got;
 }
 
 int nh_sync(struct nh_queue *q, struct nvmf_cmd *c, const void *in, void *out, uint32_t len,

@@ -94,8 +94,13 @@ int nh_submit(struct nh_req *r, struct nvmf_cmd *c, uint32_t len, enum nvmf_dir 
 /* Send len octets as they are (a hostile capsule); r is busy until a
  * response with its CID arrives. */
 int nh_submit_raw(struct nh_req *r, const void *capsule, uint32_t len);
-/* Run the loop once and poll every queue: completions go to h->done. */
-void nh_progress(struct nh *h, struct nh_queue *qs, int nq);
+/* Run the loop once and poll every queue: completions go to h->done.
+ * Returns how many completions were handled. */
+int nh_progress(struct nh *h, struct nh_queue *qs, int nq);
+/* Sleep in the loop until a socket has something (at most 100 ms): on a
+ * busy machine, waiting in epoll answers sooner than spinning, which the
+ * scheduler punishes by descheduling the spinner. */
+void nh_wait(struct nh *h);
 /* Submit and wait (timeout_ms): 0 with *out filled, or -errno
  * (-ETIMEDOUT, -ECONNRESET). */
 int nh_sync(struct nh_queue *q, struct nvmf_cmd *c, const void *in, void *out, uint32_t len,

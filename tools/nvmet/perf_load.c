@@ -332,7 +332,8 @@ static double run(struct load *l)
 		for (uint32_t s = 0; s < o->qd && !l->stop; s++)
 			issue(l, &l->qs[q].reqs[s]);
 	while (inflight(l) && !any_dead(l)) {
-		nh_progress(&l->h, l->qs, (int)o->nq + 1);
+		if (nh_progress(&l->h, l->qs, (int)o->nq + 1) == 0 && !o->spin)
+			nh_wait(&l->h);
 		keep_alive(l);
 		if ((o->ios && l->issued >= o->ios) || (!o->ios && nh_now_ns() >= end))
 			l->stop = true;

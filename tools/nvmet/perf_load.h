@@ -12,7 +12,7 @@ struct load_opts {
 	const char *subnqn, *hostnqn;
 	bool discover;
 	uint32_t nsid, bs, read_pct, qd, nq, gen, kato;
-	bool random, verify, no_inline, invalidate, fill;
+	bool random, verify, no_inline, invalidate, fill, tcp, tcp_server, spin;
 	const char *mode;
 	double seconds;
 	uint64_t ios;
@@ -24,6 +24,10 @@ struct load_opts {
  * verification failed or a connection was lost, 3 could not connect. */
 int load_run(const struct load_opts *o);
 int load_discover(const struct load_opts *o);
+/* The raw-TCP baseline (perf_tcp.c): the client runs the load's shape
+ * (bs, rw, qd, queues, time) against tcp_server, which never returns. */
+int tcp_run(const struct load_opts *o);
+int tcp_server(const char *addr, uint16_t port);
 
 /* Latency histogram, log-linear (16 steps per power of two). */
 #define HIST_BUCKETS 1024

@@ -38,6 +38,10 @@ static void usage(FILE *f)
 	      "      --kato MS        keep alive timeout (default 10000; 0: none)\n"
 	      "      --timeout MS     connect and admin deadline (default 5000)\n"
 	      "      --pcap FILE      trace the connections\n"
+	      "      --spin           poll without ever sleeping (default: sleep when idle)\n"
+	      "      --tcp            the same load over raw TCP (data inline, NVMe/TCP-shaped)\n"
+	      "                       against a --tcp-server, for a baseline measured alike\n"
+	      "      --tcp-server     serve that baseline on --addr/--port (RAM, 64 MiB)\n"
 	      "  -h, --help\n",
 	      f);
 }
@@ -77,7 +81,7 @@ static int set_rw(struct load_opts *o, const char *m)
 	return -1;
 }
 
-enum { O_HOSTNQN = 256, O_DISCOVER, O_FILL, O_NOINLINE, O_INVALIDATE, O_KATO, O_TIMEOUT, O_PCAP };
+enum { O_HOSTNQN = 256, O_SPIN, O_DISCOVER, O_TCP, O_TCP_SERVER, O_FILL, O_NOINLINE, O_INVALIDATE, O_KATO, O_TIMEOUT, O_PCAP };
 
 static int parse(int argc, char **argv, struct load_opts *o)
 {
@@ -90,6 +94,7 @@ static int parse(int argc, char **argv, struct load_opts *o)
 		{"no-inline", 0, 0, O_NOINLINE},
 		{"invalidate", 0, 0, O_INVALIDATE}, {"kato", 1, 0, O_KATO},
 		{"timeout", 1, 0, O_TIMEOUT}, {"pcap", 1, 0, O_PCAP}, {"help", 0, 0, 'h'},
+		{"spin", 0, 0, O_SPIN}, {"tcp", 0, 0, O_TCP}, {"tcp-server", 0, 0, O_TCP_SERVER},
 		{0, 0, 0, 0}};
 	uint64_t v;
 	int ch, bad;
@@ -97,7 +102,7 @@ static int parse(int argc, char **argv, struct load_opts *o)
 		bad = 0;
 		switch (ch) {
 		case 'a': o->addr = optarg; break;
-		case 'p': bad = num(optarg, 1, 65535, &v); o->port = (uint16_t)v; break;
+		case 'p': bad = num(optarg, 0, 65535, &v); o->port = (uint16_t)v; break;
 		case 'n': o->subnqn = optarg; break;
 		case O_HOSTNQN: o->hostnqn = optarg; break;
 		case O_DISCOVER: o->discover = true; break;
@@ -112,6 +117,9 @@ static int parse(int argc, char **argv, struct load_opts *o)
 		case 'V': o->verify = true; break;
 		case 'g': bad = num(optarg, 1, 0xffffffff, &v); o->gen = (uint32_t)v; break;
 		case O_FILL: o->fill = true; break;
+		case O_SPIN: o->spin = true; break;
+		case O_TCP: o->tcp = true; break;
+		case O_TCP_SERVER: o->tcp_server = true; break;
 		case O_NOINLINE: o->no_inline = true; break;
 		case O_INVALIDATE: o->invalidate = true; break;
 		case O_KATO: bad = num(optarg, 0, 3600000, &v); o->kato = (uint32_t)v; break;
@@ -130,7 +138,7 @@ static int parse(int argc, char **argv, struct load_opts *o)
 		o->ios = 0;
 		o->seconds = 1e9; /* until every region is written */
 	}
-	if (!o->addr || optind < argc || (o->fill && !o->gen)) {
+	if ((!o->addr && !o->tcp_server) || optind < argc || (o->fill && !o->gen)) {
 		usage(stderr);
 		return 2;
 	}
@@ -145,5 +153,9 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.tcp_server)
+		return tcp_server(o.addr, o.port);
+	if (o.tcp)
+		return tcp_run(&o);
 	return o.discover ? load_discover(&o) : load_run(&o);
 }
