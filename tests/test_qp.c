@@ -2741,7 +2741,7 @@ END_TEST
 START_TEST(test_peer_term_zero)
 {
 	struct hfix f;
-	hfix_init(&f, 0, FEED_WHOLE);
+	hfix_init(&f, 0, MP_WHOLE);
 	uint8_t hdr[IW_FPDU_HDR_MAX];
 	size_t hl = hb_untagged(hdr, IW_OP_TERMINATE, IW_QN_TERMINATE, 1, 0, true);
 	struct iw_terminate t = {.term = IW_TERM_RDMAP_CATASTROPHIC};
