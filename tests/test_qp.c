@@ -670,7 +670,7 @@ START_TEST(test_xfer_matrix)
 		tap_check(&w);
 	}
 	for (int e = 0; e < 2; e++) {
-		ck_assert_ptr_null(w.e[e].qp->txq); /* idle: no transmit memory */
+		ck_assert(!iw_qp_tx_pending(w.e[e].qp)); /* idle: nothing queued (the queue is kept) */
 		ck_assert_int_eq(qp_state(w.e[e].qp), IW_QPS_RTS);
 		ck_assert(w.e[e].events & IW_QPE_ESTABLISHED);
 		ck_assert(!(w.e[e].events & IW_QPE_ERROR));
@@ -1663,6 +1663,43 @@ START_TEST(test_conn_lost)
 	expect_wc(A->rcq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
 	struct iw_async_event ev[2];
 	ck_assert_int_eq(async_count(w.ctx, ev, 2), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* The transmit queue is allocated once and kept while the QP runs (issue
+ * 12: not malloc'd and freed per burst); it goes when the QP is done. */
+START_TEST(test_txq_kept)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *m = buf_new(&w, w.pd, 4096, ACC_RW);
+	struct buf *r = buf_new(&w, w.pd, 4096, ACC_RW);
+	struct iw_txq *q = NULL;
+	for (uint64_t k = 0; k < 3; k++) {
+		post_recv_buf(B->qp, 100 + k, r, 0, 4096);
+		ck_assert_int_eq(post_send_buf(A->qp, k, IW_SEND_SIGNALED, m, 4096), 0);
+		pump(&w);
+		expect_wc(A->scq, k, IW_WC_SUCCESS, IW_WC_SEND);
+		expect_wc(B->rcq, 100 + k, IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert(!iw_qp_tx_pending(A->qp));
+		ck_assert_ptr_nonnull(A->qp->txq);
+		if (k)
+			ck_assert_ptr_eq(A->qp->txq, q); /* the same queue, every burst */
+		q = A->qp->txq;
+	}
+	/* ERR: the drained queue goes with the next transmit call. */
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_ERR};
+	ck_assert_int_eq(iw_modify_qp(A->qp, &qa, IW_QP_STATE), 0);
+	pump(&w);
+	ck_assert_ptr_null(A->qp->txq);
+	/* A lost connection drops it at once. */
+	ck_assert_ptr_nonnull(B->qp->txq); /* B sent its RTR or Send acks */
+	iw_qp_conn_lost(B->qp, true);
+	ck_assert_ptr_null(B->qp->txq);
 	world_free(&w);
 }
 END_TEST
@@ -3186,6 +3223,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_rfc7306_ops, 0, 2);
 	tcase_add_loop_test(tc, test_conn_lost, 0, 3);
 	tcase_add_test(tc, test_modify_err);
+	tcase_add_test(tc, test_txq_kept);
 	tcase_add_test(tc, test_term_none);
 	tcase_add_test(tc, test_ring_wrap);
 	tcase_add_test(tc, test_destroy_with_txq);

@@ -121,8 +121,9 @@ struct iw_irqe {
 #define IW_TXQ_RESERVE_IOV 8
 #define IW_TXQ_RESERVE_HDR 256
 
-/* Outbound FPDUs gathered for writev. Allocated while there is something to
- * send and freed when it drains, so an idle QP holds no transmit memory.
+/* Outbound FPDUs gathered for writev. Allocated at the QP's first
+ * transmission and kept while its connection runs (no malloc per burst);
+ * freed once the QP is in ERR and drained, or its connection is lost.
  * Headers, markers and trailers are copied into hdr; payload iovecs point at
  * registered memory (kept alive by the WQE's MR references). */
 struct iw_txq {
