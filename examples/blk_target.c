@@ -22,6 +22,11 @@
  *    first two are blocking by default and must be made nonblocking: a
  *    get_event that blocks would stop the loop and every connection on it.
  *  - CM calls made in these callbacks run inline: this is the loop thread.
+ *  - Per-connection state without tables: iw_cm_set_context on
+ *    CONNECT_REQUEST (later events carry it in id->user_context) and
+ *    qp_context (iw_qp_get_context for asynchronous events); the CQ grows
+ *    with each connection (iw_resize_cq). SRQ receives name their QP only
+ *    by wc.qp_num, looked up here in the connection list.
  *  - One iw_get_cq_event per wake of the completion channel is enough:
  *    firings of a CQ before its event is read make one event. Ack it,
  *    re-arm, then poll the CQ empty (a completion that comes after the
@@ -85,6 +90,7 @@ struct target {
 	struct iw_mr *disk_mr; /* local reads only: sources of RDMA WRITEs */
 	struct blk_cmd *cmds;  /* the SRQ's receive buffers */
 	uint32_t ncmds;
+	int cqe; /* the CQ's size: grown with each connection accepted */
 	struct iw_mr *cmds_mr;
 	struct event *ev[4];
 	struct conn *conns;
@@ -327,6 +333,9 @@ static int accept_conn(struct target *t, struct iw_cm_id *id)
 	c->id = id;
 	c->next = t->conns;
 	t->conns = c;
+	/* The id's events lead to c (event->id->user_context), and so do
+	 * asynchronous events of its QP (iw_qp_get_context), without a table. */
+	iw_cm_set_context(id, c);
 	for (unsigned i = 0; i < BLK_QD; i++) {
 		c->io[i].c = c;
 		c->io[i].mr = iw_alloc_mr(t->pd, 1);
@@ -335,11 +344,18 @@ static int accept_conn(struct target *t, struct iw_cm_id *id)
 		c->io[i].stag = c->io[i].mr->rkey;
 	}
 	struct iw_qp_init_attr qa = {
+		.qp_context = c,
 		.send_cq = t->cq, .recv_cq = t->cq, .srq = t->srq, .qp_type = IW_QPT_RC,
 		/* Per I/O at most LOCAL_INV + response, or WRITE + response. */
 		.cap = {.max_send_wr = 2 * BLK_QD, .max_recv_wr = 1, .max_send_sge = 1,
 			.max_recv_sge = 1},
 	};
+	/* Per I/O one signaled WR plus, when flushed, its unsignaled one.
+	 * The CQ grows while in use; it is never shrunk here, as flushes of
+	 * connections that are gone may still sit in it. */
+	if (iw_resize_cq(t->cq, t->cqe + 2 * (int)BLK_QD))
+		return -1;
+	t->cqe += 2 * (int)BLK_QD;
 	if (iw_cm_create_qp(id, t->pd, &qa))
 		return -1;
 	c->qpn = iw_qp_num(id->qp);
@@ -348,19 +364,11 @@ static int accept_conn(struct target *t, struct iw_cm_id *id)
 	return iw_cm_accept(id, &p) ? -1 : 0;
 }
 
-static struct conn *conn_by_id(struct target *t, struct iw_cm_id *id)
-{
-	for (struct conn *c = t->conns; c; c = c->next)
-		if (c->id == id)
-			return c;
-	return NULL;
-}
-
 /* The connection is over: destroying the id flushes its WRs to the CQ;
  * the conn lives until their completions are polled. */
 static void close_conn(struct target *t, struct iw_cm_id *id)
 {
-	struct conn *c = conn_by_id(t, id);
+	struct conn *c = id->user_context; /* NULL: never accepted */
 	iw_cm_destroy_id(id);
 	t->closed++;
 	if (!c) {
@@ -381,7 +389,7 @@ static void on_cm_event(struct target *t, enum iw_cm_event_type type, struct iw_
 	switch (type) {
 	case IW_CM_EVENT_CONNECT_REQUEST:
 		if (t->accepted == t->want || accept_conn(t, id)) {
-			struct conn *c = conn_by_id(t, id);
+			struct conn *c = id->user_context;
 			iw_cm_reject(id, NULL, 0);
 			iw_cm_destroy_id(id);
 			if (c) {
@@ -430,11 +438,17 @@ static void on_async(evutil_socket_t fd, short what, void *arg)
 	while (iw_get_async_event(t->ctx, &ev) == 0) {
 		/* A QP on the SRQ that leaves (its initiator disconnected)
 		 * takes no more SRQ WRs: expected, not an error. */
-		if (ev.event_type != IW_EVENT_QP_LAST_WQE_REACHED) {
-			t->async++;
-			fprintf(stderr, "target: async event: %s\n",
-				iw_event_type_str(ev.event_type));
+		if (ev.event_type == IW_EVENT_QP_LAST_WQE_REACHED) {
+			iw_ack_async_event(&ev);
+			continue;
 		}
+		t->async++;
+		bool on_qp = ev.event_type >= IW_EVENT_QP_FATAL &&
+			     ev.event_type <= IW_EVENT_QP_TERMINATE;
+		const struct conn *c = on_qp ? iw_qp_get_context(ev.element.qp) : NULL;
+		fprintf(stderr, "target: async event: %s (QP %u, TERMINATE %s)\n",
+			iw_event_type_str(ev.event_type), c ? c->qpn : 0,
+			iw_term_str(ev.term));
 		iw_ack_async_event(&ev);
 	}
 }
@@ -451,10 +465,10 @@ static int setup_verbs(struct target *t)
 {
 	t->pd = iw_alloc_pd(t->ctx);
 	t->cc = iw_create_comp_channel(t->ctx);
-	/* Every completion that can be outstanding: each receive, and per I/O
-	 * one signaled WR plus, when flushed, its unsignaled one. */
-	int cqe = (int)(t->ncmds + 2 * BLK_QD * (uint32_t)t->want + 16);
-	t->cq = t->cc ? iw_create_cq(t->ctx, cqe, NULL, t->cc, 0) : NULL;
+	/* Every completion that can be outstanding: each receive now; each
+	 * connection adds its share when it is accepted (accept_conn). */
+	t->cqe = (int)t->ncmds + 16;
+	t->cq = t->cc ? iw_create_cq(t->ctx, t->cqe, NULL, t->cc, 0) : NULL;
 	struct iw_srq_init_attr sa = {.attr = {.max_wr = t->ncmds, .max_sge = 1}};
 	t->srq = t->pd ? iw_create_srq(t->pd, &sa) : NULL;
 	t->disk = calloc(t->blocks, BLK_SIZE);
