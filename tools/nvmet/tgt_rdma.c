@@ -478,6 +478,22 @@ static void on_cm_event(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* QP errors (a peer's TERMINATE, a protocol violation we answered): said
+ * when verbose, and read so the queue of them does not grow; the
+ * connection's DISCONNECTED follows and tears the queue down. */
+static void on_async(evutil_socket_t fd, short what, void *arg)
+{
+	struct tr *tr = arg;
+	struct iw_async_event ev;
+	(void)fd;
+	(void)what;
+	while (iw_get_async_event(tr->ctx, &ev) == 0) {
+		say(tr, "%s (TERMINATE %s%s)", iw_event_type_str(ev.event_type),
+		    iw_term_str(ev.term), ev.term_from_peer ? ", from the host" : "");
+		iw_ack_async_event(&ev);
+	}
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct tr *tr = arg;
@@ -633,6 +649,7 @@ int tr_run(struct tgt *t, const struct tr_opts *o)
 		event_new(tr.base, -1, EV_PERSIST, on_tick, &tr),
 		evsignal_new(tr.base, SIGINT, on_signal, tr.base),
 		evsignal_new(tr.base, SIGTERM, on_signal, tr.base),
+		event_new(tr.base, iw_context_async_fd(tr.ctx), EV_READ | EV_PERSIST, on_async, &tr),
 	};
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		event_add(evs[i], i == 2 ? &tick : NULL);
