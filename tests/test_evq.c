@@ -308,6 +308,76 @@ START_TEST(trypop_never_blocks)
 }
 END_TEST
 
+/* Inside a deferral scope a push links its node but owes the count: the
+ * fd turns readable only when the outermost scope ends, with one count per
+ * push; the nonblocking pop meanwhile answers EAGAIN instead of blocking on
+ * the blocking fd. */
+START_TEST(defer_until_scope_ends)
+{
+	struct iw_evq q, r;
+	struct tnode t[4];
+	struct iw_evq_node *n;
+
+	q_init(&q);
+	q_init(&r);
+	make_nodes(t, 4);
+	iw_evq_defer_begin();
+	ck_assert(iw_evq_push(&q, &t[0].n));
+	iw_evq_defer_begin(); /* nested: still owed */
+	ck_assert(iw_evq_push(&q, &t[1].n));
+	ck_assert(iw_evq_push(&r, &t[2].n));
+	iw_evq_defer_end();
+	ck_assert(t[0].n.queued && t[1].n.queued && t[2].n.queued);
+	ck_assert_uint_eq(q.len, 2);
+	ck_assert(!readable(q.fd));
+	ck_assert(!readable(r.fd));
+	ck_assert_int_eq(iw_evq_trypop(&q, &n, record_release), -EAGAIN);
+	iw_evq_defer_end();
+	ck_assert(readable(q.fd));
+	ck_assert(readable(r.fd));
+	ck_assert_int_eq(iw_evq_trypop(&q, &n, record_release), 0);
+	ck_assert_ptr_eq(n, &t[0].n);
+	ck_assert_int_eq(pop_id(&q), 1);
+	ck_assert(!readable(q.fd)); /* exactly one count per push */
+	ck_assert_int_eq(pop_id(&r), 2);
+	ck_assert(!readable(r.fd));
+	/* Outside a scope the count is written by the push itself. */
+	ck_assert(iw_evq_push(&q, &t[3].n));
+	ck_assert(readable(q.fd));
+	ck_assert_int_eq(pop_id(&q), 3);
+	iw_evq_cleanup(&q);
+	iw_evq_cleanup(&r);
+}
+END_TEST
+
+/* More queues than the thread's table of owed counts holds: the pushes
+ * beyond it write at once, nothing is lost or doubled. */
+START_TEST(defer_table_full)
+{
+	enum { NQ = 12 };
+	struct iw_evq q[NQ];
+	struct tnode t[NQ];
+	int early = 0;
+
+	make_nodes(t, NQ);
+	for (int i = 0; i < NQ; i++)
+		q_init(&q[i]);
+	iw_evq_defer_begin();
+	for (int i = 0; i < NQ; i++)
+		ck_assert(iw_evq_push(&q[i], &t[i].n));
+	for (int i = 0; i < NQ; i++)
+		early += readable(q[i].fd);
+	ck_assert_int_gt(early, 0);
+	ck_assert_int_lt(early, NQ);
+	iw_evq_defer_end();
+	for (int i = 0; i < NQ; i++) {
+		ck_assert_int_eq(pop_id(&q[i]), i);
+		ck_assert(!readable(q[i].fd));
+		iw_evq_cleanup(&q[i]);
+	}
+}
+END_TEST
+
 static atomic_int num_taken;
 
 static void count_take(struct iw_evq_node *n)
@@ -475,6 +545,8 @@ Suite *suite_evq(void)
 	tcase_add_test(tc, fd_readable_iff_queued);
 	tcase_add_test(tc, blocking_pop_woken_by_push);
 	tcase_add_test(tc, trypop_never_blocks);
+	tcase_add_test(tc, defer_until_scope_ends);
+	tcase_add_test(tc, defer_table_full);
 	tcase_add_test(tc, pop_take_live_only);
 	tcase_add_test(tc, kill_if_matches);
 	tcase_add_test(tc, drain_releases_all);

@@ -22,6 +22,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +123,7 @@ struct cfg {
 	bool srq;               /* the B ends share one SRQ */
 	uint32_t sq, rq;        /* 0: 64 */
 	bool no_sig_all;
+	bool channel;           /* every CQ on one completion channel */
 	int nqp;                /* 0: 2; 1 for a hostile peer; 4 = two pairs */
 };
 
@@ -131,6 +135,7 @@ struct world {
 	int nends;
 	struct end e[MAX_ENDS];
 	struct mp mp; /* the shared in-memory pump (mode, partial, stage) */
+	struct iw_comp_channel *ch; /* cfg.channel */
 	bool tap;
 	uint32_t rng;
 	struct buf bufs[MAX_BUFS];
@@ -335,11 +340,15 @@ static void world_new(struct world *w, const struct cfg *g)
 		w->srq = iw_create_srq(w->pd, &sa);
 		ck_assert_ptr_nonnull(w->srq);
 	}
+	if (g->channel) {
+		w->ch = iw_create_comp_channel(w->ctx);
+		ck_assert_ptr_nonnull(w->ch);
+	}
 	w->nends = g->nqp ? g->nqp : 2;
 	for (int i = 0; i < w->nends; i++) {
 		struct end *e = &w->e[i];
-		e->scq = iw_create_cq(w->ctx, CQE, NULL, NULL, 0);
-		e->rcq = iw_create_cq(w->ctx, CQE, NULL, NULL, 0);
+		e->scq = iw_create_cq(w->ctx, CQE, e, w->ch, 0);
+		e->rcq = iw_create_cq(w->ctx, CQE, e, w->ch, 0);
 		ck_assert_ptr_nonnull(e->scq);
 		ck_assert_ptr_nonnull(e->rcq);
 		/* Odd ends are the B sides (responders); they share the SRQ. */
@@ -369,6 +378,7 @@ static void world_free(struct world *w)
 		ck_assert_int_eq(iw_destroy_cq(w->e[i].scq), 0);
 		ck_assert_int_eq(iw_destroy_cq(w->e[i].rcq), 0);
 	}
+	ck_assert_int_eq(iw_destroy_comp_channel(w->ch), 0);
 	/* Nothing still holds the PDs: every MR, QP and SRQ let go. */
 	ck_assert_int_eq(iw_dealloc_pd(w->pd), 0);
 	ck_assert_int_eq(iw_dealloc_pd(w->pd2), 0);
@@ -1700,6 +1710,148 @@ START_TEST(test_txq_kept)
 	ck_assert_ptr_nonnull(B->qp->txq); /* B sent its RTR or Send acks */
 	iw_qp_conn_lost(B->qp, true);
 	ck_assert_ptr_null(B->qp->txq);
+	world_free(&w);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- wake-ups */
+
+/* The eventfd writes behind completions and events happen after the QP's,
+ * the CQ's, the channel's and the async queue's locks are released (issue
+ * 12 part 5). The hook runs on the writing thread just before each write:
+ * a lock this single-threaded test finds taken is one the writer holds. */
+static struct world *sig_w;
+static atomic_int sig_count, sig_locked;
+
+static void lock_probe(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) == 0)
+		pthread_mutex_unlock(m);
+	else
+		atomic_fetch_add(&sig_locked, 1);
+}
+
+static void sig_hook(int fd)
+{
+	(void)fd;
+	atomic_fetch_add(&sig_count, 1);
+	for (int i = 0; i < sig_w->nends; i++) {
+		lock_probe(&sig_w->e[i].qp->lock);
+		lock_probe(&sig_w->e[i].scq->lock);
+		lock_probe(&sig_w->e[i].rcq->lock);
+	}
+	lock_probe(&((struct iw_comp_channel_int *)sig_w->ch)->q.lock);
+	lock_probe(&sig_w->ctx->async.lock);
+}
+
+START_TEST(test_signal_outside_locks)
+{
+	struct cfg g = {.channel = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *m = buf_new(&w, w.pd, 4096, ACC_RW);
+	sig_w = &w;
+	atomic_store(&sig_count, 0);
+	atomic_store(&sig_locked, 0);
+	iw_evq_signal_hook = sig_hook;
+	ck_assert_int_eq(iw_req_notify_cq(A->scq, 0), 0);
+	ck_assert_int_eq(iw_req_notify_cq(B->rcq, 0), 0);
+	post_recv_buf(B->qp, 7, m, 0, 4096);
+	ck_assert_int_eq(post_send_buf(A->qp, 8, IW_SEND_SIGNALED, m, 100), 0);
+	pump(&w);
+	/* SQD with nothing outstanding raises SQ_DRAINED under qp->lock. */
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_SQD};
+	ck_assert_int_eq(iw_modify_qp(A->qp, &qa, IW_QP_STATE), 0);
+	/* ERR flushes a receive into an armed CQ under qp->lock. */
+	post_recv_buf(A->qp, 9, m, 0, 4096);
+	ck_assert_int_eq(iw_req_notify_cq(A->rcq, 0), 0);
+	qa.qp_state = IW_QPS_ERR;
+	ck_assert_int_eq(iw_modify_qp(A->qp, &qa, IW_QP_STATE), 0);
+	iw_evq_signal_hook = NULL;
+	ck_assert_int_eq(atomic_load(&sig_count), 4); /* 3 channel events, 1 async */
+	int locked = atomic_load(&sig_locked);
+	ck_assert_msg(locked == 0, "%d lock(s) held at an eventfd write", locked);
+	expect_wc(A->scq, 8, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(B->rcq, 7, IW_WC_SUCCESS, IW_WC_RECV);
+	expect_wc(A->rcq, 9, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	for (int k = 0; k < 3; k++) {
+		struct iw_cq *cq;
+		void *ctx;
+		ck_assert_int_eq(iw_get_cq_event(w.ch, &cq, &ctx), 0);
+		ck_assert(cq == A->scq || cq == B->rcq || cq == A->rcq);
+		iw_ack_cq_events(cq, 1);
+	}
+	struct iw_async_event ev[2];
+	ck_assert_int_eq(async_count(w.ctx, ev, 2), 1);
+	ck_assert_int_eq(ev[0].event_type, IW_EVENT_SQ_DRAINED);
+	world_free(&w);
+}
+END_TEST
+
+/* A thread that sleeps on the blocking channel fd, the verbs way (arm, poll
+ * until empty, wait, ack), is woken for every Send the pump completes: a
+ * wake-up lost between the completion and the deferred eventfd write would
+ * leave it asleep and the test would time out. */
+#define WAKE_ROUNDS 400
+
+struct waiter {
+	struct world *w;
+	struct iw_cq *cq;
+	sem_t got;   /* one post per completion taken */
+	int taken;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *wt = arg;
+	while (wt->taken < WAKE_ROUNDS) {
+		struct iw_wc wc;
+		ck_assert_int_eq(iw_req_notify_cq(wt->cq, 0), 0);
+		int n;
+		while ((n = iw_poll_cq(wt->cq, 1, &wc)) == 1) {
+			ck_assert_uint_eq(wc.wr_id, (uint64_t)wt->taken);
+			ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+			wt->taken++;
+			sem_post(&wt->got);
+		}
+		ck_assert_int_eq(n, 0);
+		if (wt->taken == WAKE_ROUNDS)
+			break;
+		struct iw_cq *cq;
+		void *ctx;
+		ck_assert_int_eq(iw_get_cq_event(wt->w->ch, &cq, &ctx), 0);
+		ck_assert_ptr_eq(cq, wt->cq);
+		iw_ack_cq_events(cq, 1);
+	}
+	return NULL;
+}
+
+START_TEST(test_waiter_woken)
+{
+	struct cfg g = {.channel = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *m = buf_new(&w, w.pd, 64, ACC_RW);
+	struct buf *r = buf_new(&w, w.pd, 64, ACC_RW);
+	struct waiter wt = {.w = &w, .cq = B->rcq};
+	ck_assert_int_eq(sem_init(&wt.got, 0, 0), 0);
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, waiter_main, &wt), 0);
+	for (uint64_t k = 0; k < WAKE_ROUNDS; k++) {
+		post_recv_buf(B->qp, k, r, 0, 64);
+		ck_assert_int_eq(post_send_buf(A->qp, k, IW_SEND_SIGNALED, m, 64), 0);
+		pump(&w);
+		expect_wc(A->scq, k, IW_WC_SUCCESS, IW_WC_SEND);
+		while (sem_wait(&wt.got) != 0)
+			ck_assert_int_eq(errno, EINTR);
+	}
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(wt.taken, WAKE_ROUNDS);
+	sem_destroy(&wt.got);
 	world_free(&w);
 }
 END_TEST
@@ -3224,6 +3376,8 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_conn_lost, 0, 3);
 	tcase_add_test(tc, test_modify_err);
 	tcase_add_test(tc, test_txq_kept);
+	tcase_add_test(tc, test_signal_outside_locks);
+	tcase_add_test(tc, test_waiter_woken);
 	tcase_add_test(tc, test_term_none);
 	tcase_add_test(tc, test_ring_wrap);
 	tcase_add_test(tc, test_destroy_with_txq);

@@ -18,8 +18,22 @@
  * it must not lock either), and release callbacks run after it is dropped, so
  * owners may free or lock in them. An owner that holds q->lock itself (for
  * iw_evq_kill_locked) documents its own order (cq.h).
+ *
+ * The count is written after the node is linked and after q->lock (and,
+ * inside a deferral scope, every engine lock) is released. The invariant
+ * above only needs "link before count", so it holds: between the link and
+ * the write the node is queued but not yet counted, a blocking reader
+ * sleeps on a moment longer, and a reader that got a count always finds a
+ * node. No wake-up is lost: every push owes exactly one count, and the
+ * owing thread writes it when its outermost scope ends, which every engine
+ * lock's release reaches before the call returns. The fd written is one
+ * whose queue outlives that scope: a CQ's channel outlives the CQ, which
+ * outlives the QP whose lock the scope wraps; the context outlives both.
+ * iw_evq_trypop cannot count on count == len any more, so it checks that
+ * the fd is readable before reading (it alone reads that fd, under q->lock).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -58,14 +72,63 @@ void iw_evq_cleanup(struct iw_evq *q)
 	pthread_mutex_destroy(&q->lock);
 }
 
+void (*iw_evq_signal_hook)(int fd);
+
 /* An eventfd write fails only for a bad fd or a count at 2^64 - 2, neither of
  * which an initialised queue holding fewer nodes than memory can reach. */
-static void count_up(int fd)
+static void count_add(int fd, uint64_t n)
 {
-	uint64_t one = 1;
-	ssize_t n = write(fd, &one, sizeof(one));
+	if (iw_evq_signal_hook)
+		iw_evq_signal_hook(fd);
+	ssize_t w = write(fd, &n, sizeof(n));
 
-	(void)n;
+	(void)w;
+}
+
+/* Counts this thread owes, by fd, until its outermost scope ends. A thread
+ * rarely owes more than a CQ channel and the async queue at once; past
+ * DEFER_FDS distinct fds a push writes at once (still after q->lock). */
+#define DEFER_FDS 8
+
+static _Thread_local struct {
+	unsigned depth, n;
+	struct {
+		int fd;
+		uint64_t count;
+	} owed[DEFER_FDS];
+} defer;
+
+void iw_evq_defer_begin(void)
+{
+	defer.depth++;
+}
+
+void iw_evq_defer_end(void)
+{
+	if (--defer.depth)
+		return;
+	/* n is re-read: a hook (tests) may not push, but be safe anyway. */
+	for (unsigned i = 0; i < defer.n; i++)
+		count_add(defer.owed[i].fd, defer.owed[i].count);
+	defer.n = 0;
+}
+
+/* Owe one count on fd if a scope is open. false: write it now. */
+static bool defer_count(int fd)
+{
+	if (!defer.depth)
+		return false;
+	for (unsigned i = 0; i < defer.n; i++) {
+		if (defer.owed[i].fd == fd) {
+			defer.owed[i].count++;
+			return true;
+		}
+	}
+	if (defer.n == DEFER_FDS)
+		return false;
+	defer.owed[defer.n].fd = fd;
+	defer.owed[defer.n++].count = 1;
+	return true;
 }
 
 /* One count off the fd: sleeps if it is blocking and the count is 0. */
@@ -77,6 +140,13 @@ static int count_down(int fd)
 	if (n == (ssize_t)sizeof(v))
 		return 0;
 	return n < 0 ? -errno : -EIO;
+}
+
+static bool fd_readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 static void link_tail(struct iw_evq *q, struct iw_evq_node *n)
@@ -105,14 +175,17 @@ static struct iw_evq_node *unlink_head(struct iw_evq *q)
 
 bool iw_evq_push(struct iw_evq *q, struct iw_evq_node *n)
 {
+	int fd = q->fd;
+
 	pthread_mutex_lock(&q->lock);
 	if (n->queued) {
 		pthread_mutex_unlock(&q->lock);
 		return false;
 	}
 	link_tail(q, n);
-	count_up(q->fd);
 	pthread_mutex_unlock(&q->lock);
+	if (!defer_count(fd))
+		count_add(fd, 1);
 	return true;
 }
 
@@ -171,9 +244,11 @@ int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(st
 		int rc;
 
 		pthread_mutex_lock(&q->lock);
-		/* With every pop of this queue under the lock, count == len
-		 * here, so the read below cannot block. */
-		if (q->len == 0) {
+		/* Every pop of this queue holds the lock, so nobody else takes
+		 * a count: readable now means the read below cannot block. A
+		 * node whose count is still owed waits for it (EAGAIN now;
+		 * the write that follows wakes the application). */
+		if (q->len == 0 || !fd_readable(q->fd)) {
 			pthread_mutex_unlock(&q->lock);
 			return -EAGAIN;
 		}

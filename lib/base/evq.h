@@ -59,6 +59,21 @@ int iw_evq_pop_take(struct iw_evq *q, struct iw_evq_node **out,
  * reader holding a count would make this read block under the lock): pick
  * one kind of pop per queue. */
 int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *));
+/*
+ * Deferred signals: between iw_evq_defer_begin and the matching
+ * iw_evq_defer_end (scopes nest, per thread), a push links its node at once
+ * but leaves the fd's count to be written when the outermost scope ends.
+ * Engine locks wrap their critical sections in a scope (iw_qp_lock, the
+ * CQ's push), so the eventfd write(2), a system call that may wake another
+ * thread, happens after those locks are released instead of under them.
+ * Outside any scope a push writes the count itself, after q->lock.
+ */
+void iw_evq_defer_begin(void);
+void iw_evq_defer_end(void);
+/* Tests only: called just before each count is written to an fd, on the
+ * writing thread (NULL: nothing). */
+extern void (*iw_evq_signal_hook)(int fd);
+
 /* iw_evq_kill for a caller that holds q->lock. */
 bool iw_evq_kill_locked(struct iw_evq *q, struct iw_evq_node *n);
 /* Kill every queued node for which match(n, arg) is true (runs under

@@ -331,22 +331,35 @@ static int overflowed(struct iw_cq *cq)
 	return -ENOSPC;
 }
 
-int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc, bool solicited)
+static int push_locked(struct iw_cq *cq, const struct iw_wc *wc, bool solicited)
 {
-	pthread_mutex_lock(&cq->lock);
 	if (cq->count == cq->cap)
 		return overflowed(cq); /* unlocks */
 	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
 	cq->count++;
 	if (fires(cq, wc, solicited)) {
 		cq->armed = IW_CQ_UNARMED;
-		/* Lock order cq->lock then the channel's: pushing here keeps
+		/* Lock order cq->lock then the channel's: queuing here keeps
 		 * the event ordered after the completion it announces. */
 		if (cq->channel)
 			iw_evq_push(&chan_int(cq->channel)->q, &cq->ev);
 	}
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
+}
+
+/* The channel's eventfd is written after cq->lock is released (and after
+ * the caller's qp->lock, when it holds one: iw_qp_lock opens the outer
+ * scope), so the woken poller never meets the lock still held. */
+int iw_cq_push(struct iw_cq *cq, const struct iw_wc *wc, bool solicited)
+{
+	int rc;
+
+	iw_evq_defer_begin();
+	pthread_mutex_lock(&cq->lock);
+	rc = push_locked(cq, wc, solicited); /* unlocks */
+	iw_evq_defer_end();
+	return rc;
 }
 
 uint32_t iw_cq_room(struct iw_cq *cq)

@@ -158,7 +158,7 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 		return 0;
 	if (qp->glue)
 		return EBUSY; /* still owned by a CM id: use iw_cm_destroy_qp */
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	/* Unsent Read Responses hold references on their source MRs. */
 	iw_qp_txq_discard_locked(qp);
 	qp->rx_direct_busy = false; /* no glue: nobody is receiving */
@@ -166,7 +166,7 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 		qp->state = IW_QPS_ERR;
 		iw_qp_flush_locked(qp);
 	}
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	atomic_fetch_sub(&qp->pd->use, 1);
 	atomic_fetch_sub(&qp->send_cq->use, 1);
 	atomic_fetch_sub(&qp->recv_cq->use, 1);
@@ -270,9 +270,9 @@ IW_EXPORT int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_m
 	if (attr_mask & ~(IW_QP_STATE | IW_QP_CUR_STATE | IW_QP_ACCESS_FLAGS |
 			  IW_QP_MAX_QP_RD_ATOMIC | IW_QP_MAX_DEST_RD_ATOMIC))
 		return EINVAL;
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	int rc = modify_locked(qp, attr, attr_mask);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	if (!rc && qp->wake && (qp->events & (IW_QPE_ERROR | IW_QPE_TX)))
 		qp->wake(qp);
 	return rc;
@@ -284,7 +284,7 @@ IW_EXPORT int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_ma
 	(void)attr_mask; /* everything is cheap to report */
 	if (!qp || !attr)
 		return EINVAL;
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = attr->cur_qp_state = qp->state;
 	attr->qp_access_flags = qp->access_flags;
@@ -293,7 +293,7 @@ IW_EXPORT int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_ma
 	attr->max_dest_rd_atomic = qp->connected ? (uint8_t)qp->conn.ird : qp->max_dest_rd_atomic;
 	if (init_attr)
 		*init_attr = qp->init_attr;
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return 0;
 }
 
@@ -486,7 +486,7 @@ IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_se
 
 	if (!qp)
 		return EINVAL;
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	for (; wr; wr = wr->next) {
 		if (!sq_can_post(qp->state)) {
 			rc = EINVAL;
@@ -509,7 +509,7 @@ IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_se
 	else if (qp->connected)
 		qp->events |= IW_QPE_TX;
 	bool wake = qp->wake && (qp->events & (IW_QPE_TX | IW_QPE_ERROR));
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	if (wake)
 		qp->wake(qp);
 	if (rc && bad_wr)
@@ -528,7 +528,7 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 			*bad_wr = wr;
 		return EINVAL;
 	}
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	for (; wr; wr = wr->next) {
 		if (qp->state == IW_QPS_RESET) {
 			rc = EINVAL;
@@ -547,7 +547,7 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 	/* Receives never wait for the transmit queue: flush them at once. */
 	if (qp->state == IW_QPS_ERR)
 		iw_qp_flush_rq_locked(qp);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	if (rc && bad_wr)
 		*bad_wr = wr;
 	return rc;
@@ -555,10 +555,10 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 
 unsigned iw_qp_take_events(struct iw_qp *qp)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	unsigned e = qp->events;
 	qp->events = 0;
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return e;
 }
 
@@ -600,7 +600,7 @@ unsigned iw_fuzz_qp_rx_flags = IW_RX_SKIP_CRC;
 
 void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	qp->conn = *c;
 	if (qp->conn.ird > IW_MAX_ORD_IRD)
 		qp->conn.ird = IW_MAX_ORD_IRD;
@@ -620,5 +620,5 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 	if (!c->p2p)
 		qp->events |= IW_QPE_ESTABLISHED;
 	qp->events |= IW_QPE_TX;
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 }

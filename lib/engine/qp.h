@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "base/evq.h"
 #include "iwarp/verbs.h"
 #include "iwarp/wire.h"
 #include "engine/mem.h"
@@ -234,6 +235,22 @@ struct iw_qp {
 	struct iw_terminate peer_term;
 	const char *err_msg;
 };
+
+/* Take and release qp->lock. Completions and events raised under it are
+ * queued at once, but their eventfd writes wait until the lock is released
+ * (iw_evq_defer_begin): a woken application thread then finds the lock free
+ * and the loop thread does not make a system call while holding it. */
+static inline void iw_qp_lock(struct iw_qp *qp)
+{
+	iw_evq_defer_begin();
+	pthread_mutex_lock(&qp->lock);
+}
+
+static inline void iw_qp_unlock(struct iw_qp *qp)
+{
+	pthread_mutex_unlock(&qp->lock);
+	iw_evq_defer_end();
+}
 
 /* Engine entry points (lib/engine/qp_*.c). All take qp->lock themselves unless
  * named _locked. */

@@ -12,16 +12,16 @@ void iw_qp_status_locked(struct iw_qp *qp, struct iw_qp_status *st)
 
 static void link_poll(struct iw_qp *qp, struct iw_qp_status *st)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	iw_qp_status_locked(qp, st);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 }
 
 static bool link_in_err(struct iw_qp *qp)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	bool err = qp->state == IW_QPS_ERR;
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return err;
 }
 

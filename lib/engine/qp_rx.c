@@ -530,10 +530,10 @@ static size_t rx_locked(struct iw_qp *qp, const uint8_t *in, size_t len)
 
 int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	iw_qp_rx_direct_settle_locked(qp);
 	*consumed = rx_locked(qp, in, len);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return 0;
 }
 
@@ -560,18 +560,18 @@ static size_t direct_locked(struct iw_qp *qp, uint8_t **dst)
 
 size_t iw_qp_rx_direct(struct iw_qp *qp, uint8_t **dst)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	size_t n = direct_locked(qp, dst);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return n;
 }
 
 size_t iw_qp_rx_direct_hint(struct iw_qp *qp, uint8_t **dst, uint32_t *seg_len)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	size_t n = direct_locked(qp, dst);
 	*seg_len = qp->frx.seg.payload_len;
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return n;
 }
 
@@ -590,22 +590,22 @@ static int direct_done_locked(struct iw_qp *qp, size_t n)
 
 int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	int rc = direct_done_locked(qp, n);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return rc;
 }
 
 int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st)
 {
 	int rc = 0;
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	if (b->placed)
 		rc = direct_done_locked(qp, b->placed);
 	iw_qp_rx_direct_settle_locked(qp);
 	if (b->len)
 		rx_locked(qp, b->in, b->len);
 	iw_qp_status_locked(qp, st);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return rc;
 }

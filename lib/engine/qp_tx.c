@@ -229,10 +229,10 @@ static int emit_wake(struct iw_qp *qp)
 
 void iw_qp_wake(struct iw_qp *qp)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	if (qp->connected && !qp->terminated && qp->state == IW_QPS_RTS)
 		qp->wake_pending = true;
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 }
 
 /* ------------------------------------------------------------ IRQ */
@@ -511,7 +511,7 @@ int iw_qp_tx_build_locked(struct iw_qp *qp)
 
 int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	int rc = iw_qp_tx_build_locked(qp);
 	int n = 0;
 	if (rc == 0 && qp->txq) {
@@ -525,7 +525,7 @@ int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
 		free(qp->txq);
 		qp->txq = NULL;
 	}
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return rc < 0 ? rc : n;
 }
 
@@ -536,9 +536,9 @@ bool iw_qp_tx_pending_locked(const struct iw_qp *qp)
 
 bool iw_qp_tx_pending(struct iw_qp *qp)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	bool p = iw_qp_tx_pending_locked(qp);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return p;
 }
 
@@ -569,10 +569,10 @@ static void txq_drained(struct iw_qp *qp)
 
 void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
 {
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	struct iw_txq *q = qp->txq;
 	if (!q) {
-		pthread_mutex_unlock(&qp->lock);
+		iw_qp_unlock(qp);
 		return;
 	}
 	q->sent += n;
@@ -590,7 +590,7 @@ void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
 	iw_qp_complete_sq_locked(qp);
 	if (q->first == q->cnt)
 		txq_drained(qp);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 }
 
 void iw_qp_txq_discard_locked(struct iw_qp *qp)
@@ -611,7 +611,7 @@ void iw_qp_txq_discard_locked(struct iw_qp *qp)
 void iw_qp_conn_lost(struct iw_qp *qp, bool graceful)
 {
 	(void)graceful;
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	iw_qp_txq_discard_locked(qp);
 	qp->rx_direct_busy = false; /* whatever it was receiving is over */
 	qp->connected = false;
@@ -619,7 +619,7 @@ void iw_qp_conn_lost(struct iw_qp *qp, bool graceful)
 		iw_qp_set_error_locked(qp);
 	else
 		iw_qp_flush_locked(qp);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 }
 
 /* ------------------------------------------------------------ faults */
@@ -651,9 +651,9 @@ IW_EXPORT int iw_qp_inject_fault(struct iw_qp *qp, enum iw_fault fault, uint32_t
 {
 	if (!qp || fault != IW_FAULT_TX_CRC)
 		return EINVAL;
-	pthread_mutex_lock(&qp->lock);
+	iw_qp_lock(qp);
 	int rc = inject_locked(qp, nth);
-	pthread_mutex_unlock(&qp->lock);
+	iw_qp_unlock(qp);
 	return rc;
 }
 
