@@ -76,6 +76,8 @@ static uint16_t remote(struct iw_context *ctx, const struct iw_pd *pd, uint32_t 
 	ck_assert_ptr_eq(ptr, mr->host + (to - mr->iova));
 	held = (int)iw_mem_refs(mr);
 	ck_assert_int_ge(held, 1);
+	if (op == IW_MEM_REMOTE_WRITE || op == IW_MEM_REMOTE_ATOMIC)
+		iw_mem_placed(mr); /* a placement: ended here */
 	iw_mem_put(mr);
 	ck_assert_int_eq((int)iw_mem_refs(mr), held - 1);
 	return 0;
@@ -585,7 +587,7 @@ START_TEST(dereg_busy_until_put)
 				 IW_MEM_BY_RDMAP),
 			  0);
 	ck_assert_int_eq(atomic_load(&pd->use), 1);
-	iw_mem_put(r1);
+	iw_mem_put_placed(r1);
 	ck_assert_int_eq(iw_dereg_mr(mr), EBUSY);
 	iw_mem_put(r2);
 	iw_mem_put(NULL);
@@ -815,6 +817,21 @@ START_TEST(invalidate_plain_mr_refused)
 }
 END_TEST
 
+/* A fast-reg MR registered with every right over len octets of buf at
+ * iova; its STag in *stag. */
+static struct iw_mr *fastreg_new(struct iw_context *ctx, struct iw_pd *pd, uint64_t iova,
+				 uint8_t *buf, uint64_t len, uint32_t *stag)
+{
+	struct iw_mr *mr = iw_alloc_mr(pd, 1);
+
+	ck_assert_ptr_nonnull(mr);
+	*stag = iw_inc_rkey(mr->rkey);
+	ck_assert_int_eq(iw_mem_fastreg(&ctx->mem, pd, iw_mr_int(mr), *stag, ALL_RIGHTS, iova,
+					len, buf),
+			 0);
+	return mr;
+}
+
 /* Invalidation while a placement holds a reference: new accesses fail at
  * once, the holder keeps its pointer, deregistration waits for the put. */
 START_TEST(invalidate_while_busy)
@@ -829,12 +846,7 @@ START_TEST(invalidate_while_busy)
 
 	ctx_init(&ctx);
 	pd = pd_new(&ctx);
-	mr = iw_alloc_mr(pd, 1);
-	ck_assert_ptr_nonnull(mr);
-	s = iw_inc_rkey(mr->rkey);
-	ck_assert_int_eq(iw_mem_fastreg(&ctx.mem, pd, iw_mr_int(mr), s, ALL_RIGHTS, 0x5000,
-					sizeof(buf), buf),
-			 0);
+	mr = fastreg_new(&ctx, pd, 0x5000, buf, sizeof(buf), &s);
 	ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, REQ(pd), s, 0x5010, 16, IW_MEM_REMOTE_WRITE,
 					      IW_MEM_BY_DDP, &held, &p),
 			  0);
@@ -845,7 +857,7 @@ START_TEST(invalidate_while_busy)
 	memset(p, 0xAB, 16); /* the in-flight placement finishes */
 	ck_assert_uint_eq(buf[0x10], 0xAB);
 	ck_assert_int_eq(iw_dereg_mr(mr), EBUSY);
-	iw_mem_put(held);
+	iw_mem_put_placed(held);
 	ck_assert_int_eq(iw_dereg_mr(mr), 0);
 	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
 	ctx_cleanup(&ctx);
@@ -895,7 +907,7 @@ START_TEST(many_registrations)
 						      IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &m, &p),
 				  0);
 		ck_assert_ptr_eq(p, buf + i);
-		iw_mem_put(m);
+		iw_mem_put_placed(m);
 		ck_assert_uint_eq(remote(&ctx, pd, stag[i], (uintptr_t)(buf + i) + 1, 1,
 					 IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
 				  IW_TERM_DDP_T_BASE_BOUNDS);
@@ -1000,7 +1012,7 @@ static void *churn(void *p)
 					IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &held, &ptr) ||
 		    held != iw_mr_int(mr) || ptr != buf)
 			return "own check failed";
-		iw_mem_put(held);
+		iw_mem_put_placed(held);
 		atomic_store(&env->live[a->id], 0);
 		/* The checker may hold a reference for a moment. */
 		while ((ret = iw_dereg_mr(mr)) == EBUSY)
@@ -1039,7 +1051,7 @@ static void *checker(void *p)
 		if (term == 0) {
 			bool same = m->pub.rkey == s && m->len == 32 && ptr == cbuf;
 
-			iw_mem_put(m);
+			iw_mem_put_placed(m);
 			if (!same)
 				return "wrong MR";
 			atomic_fetch_add(&env->hits, 1);
@@ -1081,6 +1093,47 @@ START_TEST(threads_register_and_check)
 	ck_assert_int_eq(iw_dealloc_pd(env->pd), 0);
 	ctx_cleanup(&env->ctx);
 	free(env);
+}
+END_TEST
+
+/* A remote write check starts a placement: a local invalidation made
+ * meanwhile makes the STag invalid at once but reports IW_MEM_INV_WAIT
+ * until the placement ends; deregistration is refused until the put; a
+ * read source is no placement. */
+START_TEST(invalidate_waits_for_placement)
+{
+	static uint8_t buf[64];
+	struct iw_context ctx;
+	struct iw_pd *pd;
+	struct iw_mr *mr;
+	struct iw_mr_int *held, *rd;
+	uint8_t *p;
+	uint32_t s;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	mr = fastreg_new(&ctx, pd, 0, buf, sizeof(buf), &s);
+	ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, REQ(pd), s, 0, 8, IW_MEM_REMOTE_READ,
+					      IW_MEM_BY_RDMAP, &rd, &p),
+			  0);
+	ck_assert(iw_mem_placements_done(&ctx.mem, s));
+	ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, REQ(pd), s, 0, 8, IW_MEM_REMOTE_WRITE,
+					      IW_MEM_BY_DDP, &held, &p),
+			  0);
+	ck_assert(!iw_mem_placements_done(&ctx.mem, s));
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, REQ(pd), s, false), IW_MEM_INV_WAIT);
+	ck_assert_uint_eq(remote(&ctx, pd, s, 0, 8, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert(!iw_mem_placements_done(&ctx.mem, s));
+	ck_assert_int_eq(iw_dereg_mr(mr), EBUSY);
+	iw_mem_placed(held);
+	ck_assert(iw_mem_placements_done(&ctx.mem, s));
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, REQ(pd), s, false), 0);
+	iw_mem_put(held);
+	iw_mem_put(rd);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ctx_cleanup(&ctx);
 }
 END_TEST
 
@@ -1273,7 +1326,7 @@ START_TEST(lookup_without_table_lock)
 	ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, REQ(pd), mr->rkey, (uintptr_t)buf, 8,
 					      IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &m, &p),
 			  0);
-	iw_mem_put(m);
+	iw_mem_put_placed(m);
 	ck_assert_int_eq(iw_mem_check_local(&ctx.mem, pd, &sge, IW_MEM_LOCAL_WRITE, &m, &p), 0);
 	iw_mem_put(m);
 	ck_assert_uint_eq(iw_mem_check_remote(&ctx.mem, REQ(pd), mr->rkey ^ 1, (uintptr_t)buf, 8,
@@ -1316,8 +1369,13 @@ static void *fr_writer(void *p)
 				   odd ? 32 : 64, odd ? e->b : e->a))
 			return "fastreg failed";
 		atomic_store(&e->stag, s);
-		if (iw_mem_invalidate(&e->ctx.mem, REQ(e->pd), s, false))
+		/* A reader's placement may be under way: wait for it, as a
+		 * LOCAL_INV does. */
+		int rc = iw_mem_invalidate(&e->ctx.mem, REQ(e->pd), s, false);
+		if (rc != 0 && rc != IW_MEM_INV_WAIT)
 			return "invalidate failed";
+		while (!iw_mem_placements_done(&e->ctx.mem, s))
+			;
 	}
 	return NULL;
 }
@@ -1338,7 +1396,7 @@ static void *fr_reader(void *p)
 		if (t == 0) {
 			bool whole = ptr == (odd ? e->b : e->a);
 
-			iw_mem_put(m);
+			iw_mem_put_placed(m);
 			if (!whole)
 				return "torn registration";
 			atomic_fetch_add(&e->hits, 1);
@@ -1399,6 +1457,7 @@ Suite *suite_mem(void)
 	tcase_add_test(tc, many_registrations);
 	tcase_add_test(tc, cleanup_frees_leftovers);
 	tcase_add_test(tc, threads_register_and_check);
+	tcase_add_test(tc, invalidate_waits_for_placement);
 	tcase_add_test(tc, stag_keys_uniform);
 	tcase_add_test(tc, stag_slots_and_rekeys_uniform);
 	tcase_add_test(tc, stag_differ_between_contexts);

@@ -2782,6 +2782,52 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+/* Invalidation is final (issue 15): a LOCAL_INV posted while a peer's RDMA
+ * Write into its STag is half received does not complete, and lets
+ * nothing behind it start, until the Write's last octet has landed; the
+ * next Write to the STag is refused (DDP invalid STag) and places
+ * nothing. Every feeding mode, CRC on. */
+START_TEST(test_local_inv_waits_for_placement)
+{
+	static const enum mp_mode modes[] = {MP_WHOLE, MP_BYTES, MP_RANDOM, MP_DIRECT};
+	struct hfix f;
+	hfix_init(&f, HF_CRC | HF_NO_READS, modes[_i]);
+	struct iw_mr *fr = iw_alloc_mr(f.w.pd, 1);
+	struct buf *mem = buf_new(&f.w, NULL, 256, 0);
+	uint32_t key = iw_inc_rkey(fr->rkey);
+	struct end *e = &f.w.e[0];
+	reg_mr_wr(f.qp, 210, fr, key, ACC_RW, 0x40000, mem->p, 256);
+	host_drain(&f.h);
+	expect_wc(e->scq, 210, IW_WC_SUCCESS, IW_WC_REG_MR);
+	uint8_t d[200];
+	fill(d, sizeof(d), 9);
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_tagged(hdr, IW_OP_WRITE, key, 0x40000, true);
+	host_build(&f.h, hdr, hl, d, sizeof(d));
+	size_t part = hl + 2 + 50; /* MPA length, DDP header, 50 octets */
+	host_feed(&f.h, f.h.wire, part);
+	local_inv_wr(f.qp, 211, key);
+	ck_assert_int_eq(post_send_buf(f.qp, 212, IW_SEND_SIGNALED, f.msg, 8), 0);
+	unsigned nseg = f.h.nseg;
+	host_drain(&f.h);
+	expect_empty(e->scq);              /* the LOCAL_INV waits ... */
+	ck_assert_uint_eq(f.h.nseg, nseg); /* ... and the Send behind it too */
+	host_feed(&f.h, f.h.wire + part, f.h.wire_len - part);
+	ck_assert(memcmp(mem->p, d, sizeof(d)) == 0);
+	host_drain(&f.h);
+	expect_wc(e->scq, 211, IW_WC_SUCCESS, IW_WC_LOCAL_INV);
+	expect_wc(e->scq, 212, IW_WC_SUCCESS, IW_WC_SEND);
+	ck_assert_uint_eq(f.h.nseg, nseg + 1);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_RTS);
+	uint8_t z[16] = {0};
+	host_write(&f.h, key, 0x40000, z, sizeof(z));
+	ck_assert(memcmp(mem->p, d, sizeof(d)) == 0); /* nothing after the completion */
+	hfix_expect_term(&f, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR, COPY_DDP);
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+	world_free(&f.w);
+}
+END_TEST
+
 /* A peer's RDMA Write to an STag it guessed is counted on the QP and the
  * context, visible through the public getters (issue 16 bug 8); one to a
  * known STag out of bounds is not an STag guess. */
@@ -3394,6 +3440,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_inject_crc, 0, NUM_CRC_CASES);
 	tcase_add_test(tc, test_hostile_rtr);
 	tcase_add_test(tc, test_hostile_bad_stag_counted);
+	tcase_add_loop_test(tc, test_local_inv_waits_for_placement, 0, 4);
 	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_destroy_forgets_events);
 	suite_add_tcase(s, tc);

@@ -921,7 +921,13 @@ struct iw_recv_wr {
  *    IW_QP_CREATE_RFC7306. An atomic takes one 8-octet SGE in an MR with
  *    IW_ACCESS_LOCAL_WRITE and an 8-aligned remote_addr; not inline.
  *  - LOCAL_INV (invalidate_rkey) and REG_MR (reg) run when they reach the
- *    head of the queue. One that fails completes with IW_WC_LOC_QP_OP_ERR
+ *    head of the queue. A LOCAL_INV makes the STag invalid to the peer at
+ *    once, but while a peer's RDMA Write, Read Response or atomic into it
+ *    is being received it does not complete, and no WR behind it starts:
+ *    once it completes, nothing more is written there. (A placement
+ *    through another QP of the PD is waited for too, but the LOCAL_INV is
+ *    then only looked at again on this QP's next send or receive
+ *    activity.) One that fails completes with IW_WC_LOC_QP_OP_ERR
  *    (IW_WC_LOC_PROT_ERR: an MR of another PD) and takes the QP to ERR:
  *    TERMINATE (RDMAP catastrophic) to the peer, IW_EVENT_QP_FATAL, and
  *    the WRs behind it flush.

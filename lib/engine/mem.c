@@ -21,6 +21,16 @@
  * reading them (a REG_MR rewrote them), seqlock style. Writers (register,
  * REG_MR, invalidate, deregister) hold the table's mutex among themselves.
  *
+ * Invalidation is final (issue 15): a remote check for a write (RDMA
+ * Write, Read Response, atomic) is a placement, counted in the slot's
+ * placing counter from before its reference is taken until the segment's
+ * octets have landed (iw_mem_placed). Invalidation clears VALID first and
+ * then reads placing: a placement either announced itself before the
+ * clear (and is seen) or its compare-and-swap meets the cleared word and
+ * fails (seq_cst on both sides). A LOCAL_INV that sees placements stays
+ * uncompleted at the head of its send queue until they end. A placer that
+ * failed may be seen for a moment: the LOCAL_INV then waits one more turn.
+ *
  * Slot and key choice (RFC 5042 section 5): a registration takes a free
  * slot at random (the table grows once fewer than a quarter of its slots
  * are free, so there is always a choice) and a random key, never the key
@@ -405,8 +415,9 @@ static void snap_read(const struct iw_mr_int *mr, struct snap *sn)
 }
 
 /* Take a reference on the VALID registration stag names and snapshot it.
- * Lock-free: see the top of the file. */
-static bool acquire(struct iw_mem_table *t, uint32_t stag, struct iw_mr_int **out,
+ * Lock-free: see the top of the file. A placement announces itself first
+ * (see "Invalidation is final" above). */
+static bool acquire(struct iw_mem_table *t, uint32_t stag, bool place, struct iw_mr_int **out,
 		    struct snap *sn)
 {
 	uint32_t i = iw_stag_index(stag);
@@ -414,16 +425,19 @@ static bool acquire(struct iw_mem_table *t, uint32_t stag, struct iw_mr_int **ou
 
 	if (!s)
 		return false;
+	if (place)
+		atomic_fetch_add(&s->placing, 1);
 	for (;;) {
-		uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+		uint64_t w = atomic_load(&s->word);
 		uint64_t w2;
 
 		do {
-			if (!w_names(w, stag))
+			if (!w_names(w, stag)) {
+				if (place)
+					atomic_fetch_sub(&s->placing, 1);
 				return false;
-		} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
-								memory_order_acquire,
-								memory_order_acquire));
+			}
+		} while (!atomic_compare_exchange_weak(&s->word, &w, w + 1));
 		*out = atomic_load_explicit(&s->mr, memory_order_acquire);
 		snap_read(*out, sn);
 		atomic_thread_fence(memory_order_acquire);
@@ -453,14 +467,14 @@ static enum fail check_range(const struct snap *sn, uint64_t to, uint64_t len)
 /* The checks shared by local and remote accesses, in the order of mem.h.
  * On success *out holds a reference and *ptr is the host address of to. */
 static enum fail check(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag,
-		       uint64_t to, uint64_t len, int rights, struct iw_mr_int **out,
+		       uint64_t to, uint64_t len, int rights, bool place, struct iw_mr_int **out,
 		       uint8_t **ptr)
 {
 	struct iw_mr_int *mr;
 	struct snap sn;
 	enum fail f;
 
-	if (!acquire(t, stag, &mr, &sn))
+	if (!acquire(t, stag, place, &mr, &sn))
 		return F_STAG;
 	if (sn.pd != pd)
 		f = F_PD;
@@ -469,6 +483,8 @@ static enum fail check(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t 
 	else
 		f = check_range(&sn, to, len);
 	if (f != OK) {
+		if (place)
+			iw_mem_placed(mr);
 		iw_mem_put(mr);
 		return f;
 	}
@@ -493,7 +509,9 @@ uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *re
 	enum fail f;
 
 	*out_mr = NULL;
-	f = check(t, req->pd, stag, to, len, op_rights(op), out_mr, out_ptr);
+	bool place = op == IW_MEM_REMOTE_WRITE || op == IW_MEM_REMOTE_ATOMIC;
+
+	f = check(t, req->pd, stag, to, len, op_rights(op), place, out_mr, out_ptr);
 	if (f == OK)
 		return 0;
 	if (f == F_STAG || f == F_PD)
@@ -514,7 +532,7 @@ int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const str
 			*out_ptr = NULL;
 		return 0;
 	}
-	f = check(t, pd, sge->lkey, sge->addr, sge->length, op_rights(op), out_mr, out_ptr);
+	f = check(t, pd, sge->lkey, sge->addr, sge->length, op_rights(op), false, out_mr, out_ptr);
 	return f == OK ? 0 : local_errno[f];
 }
 
@@ -522,6 +540,26 @@ void iw_mem_put(struct iw_mr_int *mr)
 {
 	if (mr)
 		slot_put(slot_at(&mr->pub.context->mem, mr->pub.handle));
+}
+
+void iw_mem_placed(struct iw_mr_int *mr)
+{
+	atomic_fetch_sub(&slot_at(&mr->pub.context->mem, mr->pub.handle)->placing, 1);
+}
+
+void iw_mem_put_placed(struct iw_mr_int *mr)
+{
+	if (mr) {
+		iw_mem_placed(mr);
+		iw_mem_put(mr);
+	}
+}
+
+bool iw_mem_placements_done(struct iw_mem_table *t, uint32_t stag)
+{
+	struct iw_stag_slot *s = iw_stag_index(stag) ? slot_at(t, iw_stag_index(stag)) : NULL;
+
+	return !s || atomic_load(&s->placing) == 0;
 }
 
 /* The MR is the caller's and registered: its slot cannot go meanwhile (a
@@ -569,12 +607,12 @@ static int invalidate_locked(struct iw_mem_table *t, const struct iw_mem_req *re
 	/* A peer may only revoke what it was given access to. */
 	if (remote && !(mr->access & ACCESS_REMOTE))
 		return IW_TERM_RDMAP_PROT_NOINV;
-	/* References held by placements in flight stay good: they already
-	 * passed their checks and hold the host pointer; only new accesses
-	 * see the STag as invalid. */
+	/* From here no check passes. Placements already under way keep
+	 * their host pointer; a LOCAL_INV waits for them, a peer's
+	 * invalidation arrives behind its own connection's placements. */
 	s = slot_of(t, mr);
 	slot_set(s, W_PRESENT, iw_stag_key(stag));
-	return 0;
+	return !remote && atomic_load(&s->placing) ? IW_MEM_INV_WAIT : 0;
 }
 
 int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,

@@ -73,6 +73,7 @@ static inline uint8_t iw_stag_key(uint32_t stag)
 struct iw_stag_slot {
 	_Atomic uint64_t word;
 	struct iw_mr_int *_Atomic mr;
+	atomic_uint placing; /* inbound placements under way (see mem.c) */
 };
 
 /* Slots live in chunks that never move: chunk 0 holds indices 0..63,
@@ -139,6 +140,16 @@ int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const str
 /* Drop a reference taken by a check (NULL is ignored). */
 void iw_mem_put(struct iw_mr_int *mr);
 
+/* A remote check for IW_MEM_REMOTE_WRITE or IW_MEM_REMOTE_ATOMIC also
+ * starts a placement: the peer's octets are landing in the region until
+ * iw_mem_placed (then iw_mem_put), and a LOCAL_INV of the STag does not
+ * complete before (issue 15, "invalidation must be final"). */
+void iw_mem_placed(struct iw_mr_int *mr);
+/* iw_mem_placed, then iw_mem_put (NULL is ignored). */
+void iw_mem_put_placed(struct iw_mr_int *mr);
+/* Have the placements into stag's slot all ended? */
+bool iw_mem_placements_done(struct iw_mem_table *t, uint32_t stag);
+
 /* Take a reference on mr itself, as a REG_MR work request does for the MR
  * it will register: deregistration is refused until iw_mem_put. */
 void iw_mem_hold(struct iw_mr_int *mr);
@@ -149,7 +160,11 @@ void iw_mem_hold(struct iw_mr_int *mr);
  * Returns 0, or for the remote case a TERMINATE triple: RDMAP 0/2/0x09 for
  * an unknown or stale STag, 0/1/0x09 for another PD's MR or one that cannot
  * be invalidated (see mem.c); -EINVAL locally. A remote one refused for
- * its STag is counted as a refused access. */
+ * its STag is counted as a refused access. A local one that finds
+ * placements under way returns IW_MEM_INV_WAIT: the STag is invalid for
+ * every new access already, and the LOCAL_INV completes once
+ * iw_mem_placements_done says so. */
+#define IW_MEM_INV_WAIT 1
 int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
 		      bool remote);
 

@@ -390,12 +390,15 @@ void iw_qp_flush_rq_locked(struct iw_qp *qp)
 	if (qp->rx_direct_busy)
 		return; /* iw_qp_rx_direct_settle_locked runs it */
 	if (qp->in.mr) {
-		iw_mem_put(qp->in.mr);
+		iw_mem_put_placed(qp->in.mr);
 		qp->in.mr = NULL;
 	}
 	/* A Read Request or atomic checked at its header whose segment never
-	 * ended (CRC error, connection lost) still holds its source MR. */
+	 * ended (CRC error, connection lost) still holds its source MR (an
+	 * atomic's placement never happened). */
 	if (qp->in.irqe.mr) {
+		if (qp->in.irqe.atomic)
+			iw_mem_placed(qp->in.irqe.mr);
 		iw_mem_put(qp->in.irqe.mr);
 		qp->in.irqe.mr = NULL;
 	}
@@ -435,6 +438,7 @@ void iw_qp_flush_locked(struct iw_qp *qp)
 		qp->sq_head++;
 	}
 	qp->sq_next = qp->sq_tail;
+	qp->inv_wait = false; /* a waiting LOCAL_INV flushed above */
 	qp->tx_cur = IW_TX_NONE;
 	qp->orq_cnt = 0;
 	while (qp->irq_cnt) {

@@ -206,6 +206,10 @@ struct iw_qp {
 	bool rx_direct_busy;
 	bool flush_pending;   /* ERR reached with octets still queued */
 	bool sqd_pending;     /* SQD entered, SQ_DRAINED not raised yet */
+	/* A LOCAL_INV (sq index inv_wait_idx) waits for placements into its
+	 * STag to end; nothing behind it starts meanwhile. */
+	bool inv_wait;
+	uint32_t inv_wait_idx;
 	/* iw_qp_inject_fault(IW_FAULT_TX_CRC): FPDUs to frame until the one
 	 * whose CRC is corrupted (0: none armed). */
 	uint32_t fault_crc_nth;

@@ -187,7 +187,7 @@ static uint16_t hdr_atomic_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	/* An aligned TO is not enough: a fast-reg MR may map it to a host
 	 * address of another alignment, and the 64-bit atomic needs one. */
 	if (!t && ((uintptr_t)e->src & 7)) {
-		iw_mem_put(e->mr);
+		iw_mem_put_placed(e->mr);
 		e->mr = NULL;
 		e->src = NULL;
 		t = IW_TERM_RDMAP_BASE_BOUNDS;
@@ -371,6 +371,7 @@ static void end_atomic_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
 		old = expect;
 	}
 	qp->in.irqe.orig = old;
+	iw_mem_placed(qp->in.irqe.mr); /* landed; the reference stays for the response */
 	qp->rx_msn[iw_rdmap_opcode_qn(IW_OP_ATOMIC_REQ)]++;
 	queue_irq(qp);
 }
@@ -414,8 +415,10 @@ static uint16_t on_end(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	unsigned op = qp->in.op;
 	if (qp->in.mr) {
-		iw_mem_put(qp->in.mr);
+		iw_mem_put_placed(qp->in.mr);
 		qp->in.mr = NULL;
+		if (qp->inv_wait)
+			wake_tx(qp); /* a LOCAL_INV may have waited for this */
 	}
 	if (qp->in.skip && op != IW_OP_READ_RESP)
 		return 0;

@@ -311,6 +311,14 @@ static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
 		rc = iw_mem_fastreg(&qp->context->mem, qp->pd, w->reg_mr, w->reg_key,
 				    w->reg_access, w->reg_iova, w->reg_len, w->reg_addr);
 	w->tx_done = w->done = true;
+	if (rc == IW_MEM_INV_WAIT) {
+		/* Placements into the STag are under way: complete once they
+		 * end (inv_settle), holding the WRs behind it. */
+		w->done = false;
+		qp->inv_wait = true;
+		qp->inv_wait_idx = qp->sq_next;
+		return true;
+	}
 	if (!rc)
 		return true;
 	w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR;
@@ -429,6 +437,8 @@ static int emit_sq(struct iw_qp *qp)
 	int rc;
 
 	if (qp->tx_cur == IW_TX_NONE) {
+		if (qp->inv_wait)
+			return -EAGAIN; /* nothing passes a LOCAL_INV still waiting */
 		/* Starting a new WQE: fence and ORD gates. */
 		if ((w->flags & IW_SEND_FENCE) && qp->orq_cnt)
 			return -EAGAIN;
@@ -495,10 +505,25 @@ static int emit_one(struct iw_qp *qp)
 	return -EAGAIN;
 }
 
+/* A waiting LOCAL_INV completes when the last placement into its STag
+ * has ended (the receive side wakes the transmit side then). */
+static void inv_settle(struct iw_qp *qp)
+{
+	struct iw_swqe *w = &qp->sq[qp->inv_wait_idx % qp->sq_size];
+
+	if (!iw_mem_placements_done(&qp->context->mem, w->imm_or_inv))
+		return;
+	qp->inv_wait = false;
+	w->done = true;
+	iw_qp_complete_sq_locked(qp);
+}
+
 int iw_qp_tx_build_locked(struct iw_qp *qp)
 {
 	if (!qp->connected || qp->terminated)
 		return 0;
+	if (qp->inv_wait)
+		inv_settle(qp);
 	if (!txq_get(qp))
 		return -ENOMEM;
 	int rc;
