@@ -1494,6 +1494,56 @@ START_TEST(test_srq)
 }
 END_TEST
 
+/* What iw_create_srq(3) promises about SRQ WRs when a QP dies: the WR the
+ * QP was filling completes on that QP's receive CQ, flushed, with its
+ * qp_num; the WRs still on the SRQ stay for the other QPs, also across a
+ * resize made while QPs use the SRQ. */
+START_TEST(test_srq_flush_midmessage)
+{
+	struct cfg g = {.srq = true, .nqp = 4};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	pump(&w);
+	struct buf *r = buf_new(&w, w.pd, 3 * 4096, IW_ACCESS_LOCAL_WRITE);
+	struct buf *m = buf_new(&w, w.pd, 3000, 0);
+	fill(m->p, 3000, 9);
+	for (int k = 0; k < 3; k++) {
+		struct iw_sge sg = sge_of(r, (size_t)k * 4096, 4096);
+		struct iw_recv_wr rw = {.wr_id = 200 + (uint64_t)k, .sg_list = &sg, .num_sge = 1};
+		ck_assert_int_eq(iw_post_srq_recv(w.srq, &rw, NULL), 0);
+	}
+	/* Half of a 3000-octet Send (its first FPDU and a bit) reaches e1. */
+	ck_assert_int_eq(post_send_buf(w.e[0].qp, 1, 0, m, 3000), 0);
+	size_t n = take_tx(&w, w.e[0].qp);
+	ck_assert_uint_gt(n, 3000);
+	feed(&w, w.e[1].qp, w.mp.stage, 1500);
+	expect_empty(w.e[1].rcq);
+	iw_qp_conn_lost(w.e[1].qp, false);
+	struct iw_wc wc = expect_wc(w.e[1].rcq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	ck_assert_uint_eq(wc.qp_num, iw_qp_num(w.e[1].qp));
+	expect_empty(w.e[1].rcq);
+	/* 201 and 202 are still posted: grow the SRQ in use, then shrink it
+	 * to exactly what is posted. */
+	struct iw_srq_attr sa = {.max_wr = 128};
+	ck_assert_int_eq(iw_modify_srq(w.srq, &sa, IW_SRQ_MAX_WR), 0);
+	sa.max_wr = 1;
+	ck_assert_int_eq(iw_modify_srq(w.srq, &sa, IW_SRQ_MAX_WR), EINVAL);
+	sa.max_wr = 2;
+	ck_assert_int_eq(iw_modify_srq(w.srq, &sa, IW_SRQ_MAX_WR), 0);
+	for (uint64_t k = 0; k < 2; k++) {
+		ck_assert_int_eq(post_send_buf(w.e[2].qp, 10 + k, 0, m, 3000), 0);
+		pump(&w);
+		wc = expect_wc(w.e[3].rcq, 201 + k, IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert_uint_eq(wc.qp_num, iw_qp_num(w.e[3].qp));
+		ck_assert_uint_eq(wc.byte_len, 3000);
+		ck_assert(memcmp(r->p + (1 + k) * 4096, m->p, 3000) == 0);
+	}
+	expect_empty(w.e[3].rcq);
+	world_free(&w);
+}
+END_TEST
+
 /* ================================================================ RFC 7306 */
 
 START_TEST(test_rfc7306_refused)
@@ -3417,6 +3467,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_reg_mr_then_local_use);
 	tcase_add_loop_test(tc, test_send_with_inv, 0, 2);
 	tcase_add_test(tc, test_srq);
+	tcase_add_test(tc, test_srq_flush_midmessage);
 	tcase_add_test(tc, test_rfc7306_refused);
 	tcase_add_loop_test(tc, test_rfc7306_ops, 0, 2);
 	tcase_add_loop_test(tc, test_conn_lost, 0, 3);
