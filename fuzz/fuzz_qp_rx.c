@@ -165,6 +165,7 @@ struct fz {
 	int rdef[MAX_IDS];         /* receive: which recv_defs entry */
 	unsigned ncomp[MAX_IDS];
 	uint64_t last_sq, last_rq; /* wr_ids in completion order */
+	bool rq_failed;            /* a receive completed in error */
 	int reposts;
 
 	uint32_t qp_num;
@@ -583,9 +584,16 @@ static void on_wc(const struct iw_wc *wc, bool recv)
 				F.reposts++;
 				post_recv_def(F.rdef[id]);
 			}
-		} else {
-			CHECK(wc->status == IW_WC_WR_FLUSH_ERR);
+		} else if (wc->status != IW_WC_WR_FLUSH_ERR) {
+			/* The receive at fault (verbs.h): the first to fail,
+			 * with the TERMINATE that failed it. */
+			CHECK(wc->status == IW_WC_LOC_LEN_ERR || wc->status == IW_WC_LOC_QP_OP_ERR ||
+			      wc->status == IW_WC_REM_INV_REQ_ERR);
+			CHECK(IW_TERM_IS_TRIPLE(wc->vendor_err));
+			CHECK(!F.rq_failed);
 		}
+		if (wc->status != IW_WC_SUCCESS)
+			F.rq_failed = true;
 	} else {
 		CHECK(F.kind[id] == WK_SQ);
 		CHECK(F.last_sq < id + 1);

@@ -1477,6 +1477,86 @@ START_TEST(test_invalidate_refused)
 }
 END_TEST
 
+/* The WR at fault completes with its own status over real TCP, the ones
+ * behind it flush in order, once each (issue 16 bug 4; the table is in
+ * verbs.h): 0, a Read the server refuses for a stale STag completes
+ * REM_ACCESS_ERR (the TERMINATE copies the Read Request's header); 1, a
+ * Send longer than the server's receive completes that receive with
+ * LOC_LEN_ERR. */
+START_TEST(test_wr_at_fault)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	struct iw_wc wc[4];
+	struct iw_async_event ae;
+	for (uint64_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(post_recv1(c.qp, 8300 + i, ce.msg.p + i * MSG_LEN, MSG_LEN,
+					    ce.msg.mr->lkey),
+				 0);
+		/* The first server receive is too small for the Send of case 1. */
+		ck_assert_int_eq(post_recv1(s.qp, 8200 + i, se.msg.p + i * MSG_LEN,
+					    i ? MSG_LEN : 16, se.msg.mr->lkey),
+				 0);
+	}
+	if (_i == 0) {
+		ck_assert_int_eq(post_send1(c.qp, 8400, IW_WR_RDMA_READ, IW_SEND_SIGNALED, ce.data.p,
+					    4096, ce.data.mr->lkey, (uintptr_t)se.data.p,
+					    iw_inc_rkey(se.data.mr->rkey), 0),
+				 0);
+		/* Fenced: it never starts, so it flushes whatever the timing. */
+		ck_assert_int_eq(post_send1(c.qp, 8401, IW_WR_SEND,
+					    IW_SEND_SIGNALED | IW_SEND_FENCE, ce.msg.p, 8,
+					    ce.msg.mr->lkey, 0, 0, 0),
+				 0);
+		wait_async(e.cli.ctx, &ae, "client");
+		ck_assert_int_eq(ae.event_type, IW_EVENT_QP_TERMINATE);
+		ck_assert_uint_eq(ae.term, IW_TERM_RDMAP_INV_STAG);
+		wc_wait(c.scq, e.cli.cc, wc, 2, "client send queue");
+		wc_check(&wc[0], 8400, IW_WC_REM_ACCESS_ERR, IW_WC_RDMA_READ, "refused read");
+		ck_assert_uint_eq(wc[0].vendor_err, IW_TERM_RDMAP_INV_STAG);
+		wc_check(&wc[1], 8401, IW_WC_WR_FLUSH_ERR, IW_WC_SEND, "send behind it");
+		wc_wait(s.rcq, e.srv.cc, wc, 2, "server receives");
+		wc_check(&wc[0], 8200, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "server recv");
+		wc_check(&wc[1], 8201, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "server recv");
+	} else {
+		ck_assert_int_eq(post_send1(c.qp, 8400, IW_WR_SEND, IW_SEND_SIGNALED, ce.msg.p, 64,
+					    ce.msg.mr->lkey, 0, 0, 0),
+				 0);
+		wait_async(e.srv.ctx, &ae, "server");
+		ck_assert_int_eq(ae.event_type, IW_EVENT_QP_REQ_ERR);
+		ck_assert_uint_eq(ae.term, IW_TERM_DDP_U_TOO_LONG);
+		wc_wait(s.rcq, e.srv.cc, wc, 2, "server receives");
+		wc_check(&wc[0], 8200, IW_WC_LOC_LEN_ERR, IW_WC_RECV, "too small receive");
+		ck_assert_uint_eq(wc[0].vendor_err, IW_TERM_DDP_U_TOO_LONG);
+		ck_assert_uint_eq(wc[0].qp_num, iw_qp_num(s.qp));
+		wc_check(&wc[1], 8201, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "receive behind it");
+		/* The client's Send completed when it was written. */
+		wc_wait(c.scq, e.cli.cc, wc, 1, "client send queue");
+		wc_check(&wc[0], 8400, IW_WC_SUCCESS, IW_WC_SEND, "client send");
+	}
+	wc_wait(c.rcq, e.cli.cc, wc, 2, "client receives");
+	for (int i = 0; i < 2; i++)
+		wc_check(&wc[i], 8300 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV, "client recv");
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	wc_none(c.scq, "client send queue");
+	wc_none(c.rcq, "client receive queue");
+	wc_none(s.rcq, "server receive queue");
+	wc_none(s.scq, "server send queue");
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
 /* ============================================================ 5. 256 QPs */
 
 #define MANY 256
@@ -2584,6 +2664,7 @@ Suite *suite_loopback(void)
 	tc = tcase_create("terminate");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_invalidate_refused, 0, 3);
+	tcase_add_loop_test(tc, test_wr_at_fault, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scale");

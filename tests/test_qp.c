@@ -1646,7 +1646,9 @@ START_TEST(test_rfc7306_ops)
 	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
 	pump(&w);
 	expect_pair_terminate(&w, 1, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR);
-	expect_wc(A->scq, 5, IW_WC_WR_FLUSH_ERR, IW_WC_FETCH_ADD);
+	/* The TERMINATE copies the request's header: the atomic is at fault. */
+	struct iw_wc fw = expect_wc(A->scq, 5, IW_WC_REM_ACCESS_ERR, IW_WC_FETCH_ADD);
+	ck_assert_uint_eq(fw.vendor_err, IW_TERM_RDMAP_ACCESS);
 	ck_assert(memcmp(na->p, (uint8_t[16]){0}, 16) == 0);
 	world_free(&w);
 }
@@ -2008,6 +2010,9 @@ struct hfix {
 	int nrecv_done; /* ... of which the test completed successfully */
 	bool reads;     /* two Reads toward the host (200, 201) and a Send (202) */
 	bool rtr_wait;  /* the QP is a P2P responder waiting for a WRITE RTR */
+	/* The WR at fault (verbs.h, iw_poll_cq): the receive being filled
+	 * (100 + nrecv_done) or Read 200 completes with this; 0: it flushes. */
+	enum iw_wc_status recv_fault, read_fault;
 };
 
 static size_t hb_untagged(uint8_t *h, unsigned op, uint32_t qn, uint32_t msn, uint32_t mo,
@@ -2224,8 +2229,9 @@ static void hfix_expect_term(struct hfix *f, uint16_t term, enum iw_event_type e
 	/* Receives flush at once, before the TERMINATE is even written. */
 	ck_assert_int_eq(qp_state(f->qp), IW_QPS_ERR);
 	for (int i = f->nrecv_done; i < f->nrecv; i++) {
-		struct iw_wc wc = expect_wc(e->rcq, 100 + (uint64_t)i, IW_WC_WR_FLUSH_ERR,
-					    IW_WC_RECV);
+		bool fault = i == f->nrecv_done && f->recv_fault;
+		struct iw_wc wc = expect_wc(e->rcq, 100 + (uint64_t)i,
+					    fault ? f->recv_fault : IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
 		ck_assert_uint_eq(wc.qp_num, iw_qp_num(f->qp));
 		ck_assert_uint_eq(wc.vendor_err, term);
 	}
@@ -2268,7 +2274,10 @@ static void hfix_expect_term(struct hfix *f, uint16_t term, enum iw_event_type e
 	ck_assert(!ev[0].term_from_peer);
 	/* Send flushes: each WR exactly once, in order. */
 	if (f->reads) {
-		expect_wc(e->scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+		struct iw_wc wc = expect_wc(e->scq, 200,
+					    f->read_fault ? f->read_fault : IW_WC_WR_FLUSH_ERR,
+					    IW_WC_RDMA_READ);
+		ck_assert_uint_eq(wc.vendor_err, term);
 		expect_wc(e->scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
 		/* Written before the error, held behind the Reads; a P2P
 		 * responder that never saw the RTR wrote nothing. */
@@ -2302,6 +2311,8 @@ struct hcase {
 	uint16_t term;
 	enum iw_event_type ev;
 	enum hcopy copy;
+	/* the WR at fault: our receive 100 or our Read 200 (0: none) */
+	enum iw_wc_status recv_fault, read_fault;
 };
 
 static void a_write_inv_stag(struct hfix *f)
@@ -2498,6 +2509,18 @@ static void a_too_long_seg(struct hfix *f)
 	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
 	ck_assert(memcmp(f->rbuf->p, d, 40) == 0);
 	ck_assert(memcmp(f->rbuf->p + 40, (uint8_t[24]){0}, 24) == 0);
+}
+
+/* A Send whose second segment says Send with SE: another message inside
+ * the one being received, which is at fault. */
+static void a_send_op_changes(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[20];
+	fill(d, sizeof(d), 6);
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 0, false);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+	hl = hb_untagged(hdr, IW_OP_SEND_SE, 0, 1, 20, true);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
 }
 
 static void a_ddp_version_tagged(struct hfix *f)
@@ -2732,82 +2755,84 @@ static void a_atomic_host_misaligned(struct hfix *f)
 #define HF_ALL 0
 static const struct hcase hcases[] = {
 	{"write invalid STag", HF_ALL, a_write_inv_stag, IW_TERM_DDP_T_INV_STAG,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
 	{"write stale key", HF_ALL, a_write_stale_key, IW_TERM_DDP_T_INV_STAG,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
 	{"write bounds", HF_ALL, a_write_bounds, IW_TERM_DDP_T_BASE_BOUNDS, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"write below base", HF_ALL, a_write_below, IW_TERM_DDP_T_BASE_BOUNDS,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
 	{"write TO wrap", HF_ALL, a_write_wrap, IW_TERM_DDP_T_TO_WRAP, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"write access", HF_ALL, a_write_access, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"write PD", HF_ALL, a_write_pd, IW_TERM_DDP_T_STAG_STREAM, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"write invalidated", HF_ALL, a_write_invalidated, IW_TERM_DDP_T_INV_STAG,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
 	{"write remotely invalidated", HF_ALL, a_write_remote_invalidated, IW_TERM_DDP_T_INV_STAG,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
 	{"send-inv unknown STag", HF_ALL, a_send_inv_unknown, IW_TERM_RDMAP_OP_NOINV,
-	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, IW_WC_REM_INV_REQ_ERR, 0},
 	{"send-inv reg_mr STag", HF_ALL, a_send_inv_regmr, IW_TERM_RDMAP_PROT_NOINV,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, IW_WC_REM_INV_REQ_ERR, 0},
 	{"read invalid STag", HF_ALL, a_read_inv_stag, IW_TERM_RDMAP_INV_STAG,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP_RDMA},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP_RDMA, 0, 0},
 	{"read bounds", HF_ALL, a_read_bounds, IW_TERM_RDMAP_BASE_BOUNDS, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP_RDMA},
+	 COPY_DDP_RDMA, 0, 0},
 	{"read access", HF_ALL, a_read_access, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP_RDMA},
+	 COPY_DDP_RDMA, 0, 0},
 	{"read PD", HF_ALL, a_read_pd, IW_TERM_RDMAP_STAG_STREAM, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP_RDMA},
+	 COPY_DDP_RDMA, 0, 0},
 	{"IRD exceeded", HF_ALL, a_ird, IW_TERM_DDP_U_MSN_RANGE, IW_EVENT_QP_REQ_ERR,
-	 COPY_DDP_RDMA},
+	 COPY_DDP_RDMA, 0, 0},
 	{"no receive posted", HF_ALL, a_no_recv, IW_TERM_DDP_U_NO_BUF, IW_EVENT_QP_REQ_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"MSN out of range", HF_ALL, a_msn_range, IW_TERM_DDP_U_MSN_RANGE, IW_EVENT_QP_REQ_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"message too long", HF_ALL, a_too_long, IW_TERM_DDP_U_TOO_LONG, IW_EVENT_QP_REQ_ERR,
-	 COPY_DDP},
+	 COPY_DDP, IW_WC_LOC_LEN_ERR, 0},
 	{"message too long, 2nd segment", HF_ALL, a_too_long_seg, IW_TERM_DDP_U_TOO_LONG,
-	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, IW_WC_LOC_LEN_ERR, 0},
+	{"Send opcode changes mid-message", HF_ALL, a_send_op_changes, IW_TERM_RDMAP_OPCODE,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, IW_WC_LOC_QP_OP_ERR, 0},
 	{"DDP version tagged", HF_ALL, a_ddp_version_tagged, IW_TERM_DDP_T_VERSION,
-	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
 	{"DDP version untagged", HF_ALL, a_ddp_version_untagged, IW_TERM_DDP_U_VERSION,
-	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
 	{"RDMAP version", HF_ALL, a_rdmap_version, IW_TERM_RDMAP_VERSION, IW_EVENT_QP_REQ_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"unknown opcode", HF_ALL, a_opcode_unknown, IW_TERM_RDMAP_OPCODE, IW_EVENT_QP_REQ_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"tagged opcode untagged", HF_ALL, a_opcode_mismatch, IW_TERM_RDMAP_OPCODE,
-	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
 	{"RFC 7306 opcode", HF_ALL, a_opcode_7306, IW_TERM_RDMAP_OPCODE, IW_EVENT_QP_REQ_ERR,
-	 COPY_DDP},
-	{"QN invalid", HF_ALL, a_bad_qn, IW_TERM_DDP_U_INV_QN, IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 COPY_DDP, 0, 0},
+	{"QN invalid", HF_ALL, a_bad_qn, IW_TERM_DDP_U_INV_QN, IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
 	{"unexpected Read Response", HF_NO_READS, a_unexpected_read_resp, IW_TERM_RDMAP_OPCODE,
-	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
 	{"Read Response STag", HF_ALL, a_read_resp_stag, IW_TERM_DDP_T_INV_STAG,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, IW_WC_LOC_ACCESS_ERR},
 	{"Read Response bounds", HF_ALL, a_read_resp_bounds, IW_TERM_DDP_T_BASE_BOUNDS,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
-	{"CRC error", HF_CRC, a_crc, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL, COPY_NONE},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, IW_WC_LOC_ACCESS_ERR},
+	{"CRC error", HF_CRC, a_crc, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL, COPY_NONE, 0, 0},
 	{"CRC error in placed payload", HF_CRC, a_crc_payload, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL,
-	 COPY_NONE},
+	 COPY_NONE, 0, 0},
 	{"CRC error on a Read Request", HF_CRC, a_crc_read_req, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL,
-	 COPY_NONE},
-	{"bad marker", HF_MK_IN, a_marker, IW_TERM_LLP_MARKER, IW_EVENT_QP_FATAL, COPY_NONE},
+	 COPY_NONE, 0, 0},
+	{"bad marker", HF_MK_IN, a_marker, IW_TERM_LLP_MARKER, IW_EVENT_QP_FATAL, COPY_NONE, 0, 0},
 	{"FPDU too short", HF_ALL, a_too_short, IW_TERM_DDP_CATASTROPHIC, IW_EVENT_QP_REQ_ERR,
-	 COPY_NONE},
+	 COPY_NONE, 0, 0},
 	/* refused at its DDP header, before the RDMAP header is gathered */
 	{"Read Request without L", HF_ALL, a_read_req_not_last, IW_TERM_RDMAP_OPCODE,
-	 IW_EVENT_QP_REQ_ERR, COPY_DDP},
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
 	{"TERMINATE behind a full transmit queue", HF_ALL, a_term_behind_full_txq,
-	 IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
-	{"no RTR", HF_RTR, a_no_rtr, IW_TERM_LLP_NO_RTR, IW_EVENT_QP_FATAL, COPY_NONE},
+	 IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
+	{"no RTR", HF_RTR, a_no_rtr, IW_TERM_LLP_NO_RTR, IW_EVENT_QP_FATAL, COPY_NONE, 0, 0},
 	{"atomic access", HF_7306, a_atomic_access, IW_TERM_RDMAP_ACCESS, IW_EVENT_QP_ACCESS_ERR,
-	 COPY_DDP},
+	 COPY_DDP, 0, 0},
 	{"atomic host misaligned", HF_7306, a_atomic_host_misaligned, IW_TERM_RDMAP_BASE_BOUNDS,
-	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP},
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
 };
 #define NUM_HCASES ((int)(sizeof(hcases) / sizeof(hcases[0])))
 #define HVARIANTS 4
@@ -2827,6 +2852,8 @@ START_TEST(test_hostile)
 	struct hfix f;
 	hfix_init(&f, flags, modes[v]);
 	c->act(&f);
+	f.recv_fault = c->recv_fault;
+	f.read_fault = c->read_fault;
 	hfix_expect_term(&f, c->term, c->ev, c->copy);
 	world_free(&f.w);
 }
@@ -3010,12 +3037,73 @@ START_TEST(test_peer_terminate)
 	ck_assert_uint_eq(f.h.nterm, 0);
 	ck_assert_uint_eq(f.h.nseg, 3);
 	struct end *e = &f.w.e[0];
-	expect_wc(e->scq, 200, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
+	/* An access error copying no header can only be a request's, and
+	 * the oldest outstanding one is at fault (verbs.h). */
+	expect_wc(e->scq, 200, IW_WC_REM_ACCESS_ERR, IW_WC_RDMA_READ);
 	expect_wc(e->scq, 201, IW_WC_WR_FLUSH_ERR, IW_WC_RDMA_READ);
 	expect_wc(e->scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
 	for (int i = 0; i < 3; i++)
 		expect_wc(e->rcq, 100 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
 	expect_empty(e->scq);
+	expect_empty(e->rcq);
+	world_free(&f.w);
+}
+END_TEST
+
+/* The peer's TERMINATE names the request at fault by the DDP header it
+ * copies (queue and MSN), or, copying none, by an RDMAP protection error
+ * that only a request can cause: that WR completes with the status of the
+ * one table in qp_term.c (verbs.h, iw_poll_cq); the WRs after it flush in
+ * order, once; a TERMINATE about a message that already completed (a
+ * Send) or about the stream (LLP) blames no WR. */
+struct pterm_case {
+	uint16_t term;
+	uint32_t qn, msn; /* the copied untagged header; msn 0: no copy */
+	enum iw_wc_status st200, st201;
+};
+
+static const struct pterm_case pterm_cases[] = {
+	{IW_TERM_RDMAP_INV_STAG, 0, 0, IW_WC_REM_ACCESS_ERR, IW_WC_WR_FLUSH_ERR},
+	{IW_TERM_RDMAP_INV_STAG, IW_QN_READ_REQ, 2, IW_WC_WR_FLUSH_ERR, IW_WC_REM_ACCESS_ERR},
+	{IW_TERM_RDMAP_BASE_BOUNDS, IW_QN_READ_REQ, 1, IW_WC_REM_ACCESS_ERR, IW_WC_WR_FLUSH_ERR},
+	{IW_TERM_DDP_U_MSN_RANGE, IW_QN_READ_REQ, 2, IW_WC_WR_FLUSH_ERR, IW_WC_REM_INV_REQ_ERR},
+	{IW_TERM_RDMAP_OPCODE, IW_QN_READ_REQ, 1, IW_WC_REM_INV_REQ_ERR, IW_WC_WR_FLUSH_ERR},
+	{IW_TERM_RDMAP_CATA_GLOBAL, IW_QN_READ_REQ, 1, IW_WC_REM_OP_ERR, IW_WC_WR_FLUSH_ERR},
+	{IW_TERM_DDP_CATASTROPHIC, IW_QN_READ_REQ, 2, IW_WC_WR_FLUSH_ERR, IW_WC_REM_OP_ERR},
+	/* about our Send 202 (completed when written): no WR at fault */
+	{IW_TERM_RDMAP_OP_NOINV, IW_QN_SEND, 1, IW_WC_WR_FLUSH_ERR, IW_WC_WR_FLUSH_ERR},
+	/* no copy, not a request's error; a request we never sent */
+	{IW_TERM_RDMAP_OPCODE, 0, 0, IW_WC_WR_FLUSH_ERR, IW_WC_WR_FLUSH_ERR},
+	{IW_TERM_RDMAP_INV_STAG, IW_QN_READ_REQ, 7, IW_WC_WR_FLUSH_ERR, IW_WC_WR_FLUSH_ERR},
+	{IW_TERM_LLP_CRC, 0, 0, IW_WC_WR_FLUSH_ERR, IW_WC_WR_FLUSH_ERR},
+};
+#define NUM_PTERM ((int)(sizeof(pterm_cases) / sizeof(pterm_cases[0])))
+
+START_TEST(test_peer_term_status)
+{
+	const struct pterm_case *c = &pterm_cases[_i];
+	struct hfix f;
+	hfix_init(&f, HF_CRC, MP_WHOLE);
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	size_t hl = hb_untagged(hdr, IW_OP_TERMINATE, IW_QN_TERMINATE, 1, 0, true);
+	struct iw_terminate t = {.term = c->term, .hdrct = IW_TERM_HDR_M, .ddp_seg_len = 28};
+	if (c->msn) {
+		unsigned op = c->qn == IW_QN_SEND ? IW_OP_SEND_INV : IW_OP_READ_REQ;
+		t.hdrct |= IW_TERM_HDR_D;
+		t.ddp_hdr_len = (uint8_t)hb_untagged(t.ddp_hdr, op, c->qn, c->msn, 0, true);
+	}
+	hl += (size_t)iw_rdmap_term_build(hdr + hl, sizeof(hdr) - hl, &t);
+	host_fpdu(&f.h, hdr, hl, NULL, 0);
+	ck_assert_int_eq(qp_state(f.qp), IW_QPS_ERR);
+	struct end *e = &f.w.e[0];
+	struct iw_wc wc = expect_wc(e->scq, 200, c->st200, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.vendor_err, c->term);
+	wc = expect_wc(e->scq, 201, c->st201, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.vendor_err, c->term);
+	expect_wc(e->scq, 202, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_empty(e->scq);
+	for (int i = 0; i < 3; i++)
+		expect_wc(e->rcq, 100 + (uint64_t)i, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
 	expect_empty(e->rcq);
 	world_free(&f.w);
 }
@@ -3488,6 +3576,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_hostile_benign, 0, 4);
 	tcase_add_loop_test(tc, test_peer_terminate, 0, 4);
 	tcase_add_test(tc, test_peer_term_zero);
+	tcase_add_loop_test(tc, test_peer_term_status, 0, NUM_PTERM);
 	tcase_add_loop_test(tc, test_inject_crc, 0, NUM_CRC_CASES);
 	tcase_add_test(tc, test_hostile_rtr);
 	tcase_add_test(tc, test_hostile_bad_stag_counted);

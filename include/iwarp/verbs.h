@@ -665,9 +665,39 @@ struct iw_wc {
  * Poll the CQ: move up to num_entries of its oldest completions into
  * wc[0..], oldest first. Each completion is handed out once. A send WR
  * completes in posting order, successes only when signaled, errors always;
- * status IW_WC_WR_FLUSH_ERR marks WRs flushed after the QP went to ERR, and
- * vendor_err carries the TERMINATE triple behind an error, or IW_TERM_NONE. Never
- * blocks; any thread.
+ * vendor_err carries the TERMINATE triple behind an error, or IW_TERM_NONE.
+ * Never blocks; any thread.
+ *
+ * When a TERMINATE takes the QP to ERR, the one WR at fault, if any,
+ * completes with its own status, and every WR after it (and every other
+ * outstanding WR) with IW_WC_WR_FLUSH_ERR, in order, each exactly once.
+ * The WR at fault is: for a TERMINATE we send, the receive the peer's Send
+ * was filling, or our RDMA Read whose Read Response was aimed outside its
+ * sink; for the peer's, our RDMA Read or atomic it names (by the request
+ * header it copies; without a copy, an RDMAP protection error 0/1/0x00-0x04
+ * names the oldest outstanding request). Sends and Writes complete once
+ * written, so a TERMINATE about one finds nothing left to fail. The status
+ * by TERMINATE (layer/type/code, x: any), as "we send it / we receive it":
+ *
+ * - RDMAP 0/0/x, catastrophic: LOC_QP_OP_ERR (LOC_PROT_ERR when the MR's
+ *   rights refuse a REG_MR or LOCAL_INV) / REM_OP_ERR.
+ * - RDMAP 0/1/x, protection: REM_INV_REQ_ERR (a Send with Invalidate we
+ *   cannot honour) / REM_ACCESS_ERR.
+ * - RDMAP 0/2/05 version, 0/2/06 opcode: LOC_QP_OP_ERR (a Send changed
+ *   opcode mid-message) / REM_INV_REQ_ERR.
+ * - RDMAP 0/2/09, cannot invalidate: REM_INV_REQ_ERR / REM_OP_ERR.
+ * - RDMAP 0/2/x other, DDP 1/0/x: LOC_QP_OP_ERR / REM_OP_ERR.
+ * - DDP 1/1/x, tagged buffer: LOC_ACCESS_ERR (a Read Response outside our
+ *   Read's sink) / REM_ACCESS_ERR.
+ * - DDP 1/2/04 MO, 1/2/05 too long: LOC_LEN_ERR (a Send longer than the
+ *   receive) / REM_INV_REQ_ERR.
+ * - DDP 1/2/x other (QN, MSN or IRD exceeded, no buffer, version):
+ *   LOC_QP_OP_ERR / REM_INV_REQ_ERR.
+ * - LLP 2/x/x (CRC, marker, framing, RTR): no WR is at fault; all flush.
+ *
+ * A receive at fault on an SRQ carries the QP's number (qp_num), as all
+ * receives do. A QP moved to ERR by iw_modify_qp or by a lost connection
+ * has no WR at fault: everything flushes with vendor_err IW_TERM_NONE.
  *
  * Returns: the number of completions stored (0 when the CQ is empty), or a
  * negative errno (unlike the other int calls).

@@ -368,11 +368,11 @@ void iw_qp_check_drained_locked(struct iw_qp *qp)
 	iw_async_raise(qp->context, &ev);
 }
 
-static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w)
+static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w, enum iw_wc_status st)
 {
 	struct iw_wc wc = {
 		.wr_id = w->wr_id,
-		.status = IW_WC_WR_FLUSH_ERR,
+		.status = st ? st : IW_WC_WR_FLUSH_ERR,
 		.opcode = IW_WC_RECV,
 		.vendor_err = qp->term,
 		.qp_num = qp->qp_num,
@@ -403,11 +403,12 @@ void iw_qp_flush_rq_locked(struct iw_qp *qp)
 		qp->in.irqe.mr = NULL;
 	}
 	if (qp->in.have_rwqe) {
-		flush_rwqe(qp, qp->in.rwqe);
+		/* The receive being filled may be the WR at fault. */
+		flush_rwqe(qp, qp->in.rwqe, qp->in.rwqe_fault);
 		qp->in.have_rwqe = false;
 	}
 	while (qp->rq_head != qp->rq_tail) {
-		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size]);
+		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size], IW_WC_WR_FLUSH_ERR);
 		qp->rq_head++;
 	}
 }

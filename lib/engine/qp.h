@@ -64,6 +64,7 @@ struct iw_swqe {
 	bool tx_done;        /* all FPDUs handed to the tx queue */
 	bool data_done;      /* *_WITH_IMM: the Send/Write part is segmented */
 	bool done;           /* may complete (in order) */
+	uint32_t req_msn;    /* Read/atomic: the MSN its request went out with */
 	enum iw_wc_status status;
 	uint32_t vendor_err;
 };
@@ -224,6 +225,9 @@ struct iw_qp {
 		 * so that its slot can take a new post at once. */
 		struct iw_rwqe_buf wqe;
 		bool have_rwqe;
+		/* The status the receive being filled completes with when the
+		 * QP dies because of it (iw_term_wc_status); 0: it flushes. */
+		enum iw_wc_status rwqe_fault;
 		uint64_t msg_len;     /* untagged: octets placed by the message so far */
 		bool skip;            /* zero-length / ignored payload */
 		unsigned op;          /* RDMAP opcode of the segment */
@@ -314,6 +318,15 @@ int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len);
  * from seg (may be NULL). Returns the length or a negative errno. */
 int iw_term_hdr_build(uint8_t *h, size_t cap, uint16_t term, uint32_t msn,
 		      const struct iw_ddp_seg *seg);
+/* The completion status of the WR at fault for TERMINATE term: one we
+ * sent (from_peer false: our receive or our Read/atomic the peer's
+ * message broke) or the peer's (our request it names). IW_WC_WR_FLUSH_ERR
+ * when no WR can be at fault (LLP errors). The table is in qp_term.c and
+ * is documented in verbs.h (iw_poll_cq). */
+enum iw_wc_status iw_term_wc_status(uint32_t term, bool from_peer);
+/* w caused the QP's error: it completes, in its turn, with the status the
+ * table gives for term instead of flushing. */
+void iw_qp_fault_swqe_locked(struct iw_swqe *w, uint32_t term, bool from_peer);
 /* Drop the transmit queue unsent, with the references its marks hold. */
 void iw_qp_txq_discard_locked(struct iw_qp *qp);
 

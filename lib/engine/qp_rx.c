@@ -49,8 +49,17 @@ static uint16_t take_rwqe(struct iw_qp *qp)
 	}
 	qp->in.rwqe = &qp->in.wqe.w;
 	qp->in.have_rwqe = true;
+	qp->in.rwqe_fault = 0;
 	qp->in.msg_len = 0;
 	return 0;
+}
+
+/* The receive being filled is the WR at fault for term (verbs.h): it
+ * completes with the table's status instead of flushing. */
+static uint16_t fault_rwqe(struct iw_qp *qp, uint16_t term)
+{
+	qp->in.rwqe_fault = iw_term_wc_status(term, false);
+	return term;
 }
 
 static void complete_rwqe(struct iw_qp *qp, enum iw_wc_opcode op, unsigned flags, uint32_t imm,
@@ -99,6 +108,21 @@ static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
 				   &qp->in.dst);
 }
 
+/* The sink is our own MR, but the peer chose STag and TO: check them like
+ * any tagged placement, and against the Read we asked for. */
+static uint16_t read_resp_sink(struct iw_qp *qp, const struct iw_ddp_seg *s,
+			       const struct iw_swqe *w)
+{
+	if (s->ddp.stag != w->sge[0].lkey)
+		return IW_TERM_DDP_T_INV_STAG;
+	if (s->ddp.to < w->sge[0].addr ||
+	    s->ddp.to - w->sge[0].addr + s->payload_len > w->sge[0].length)
+		return IW_TERM_DDP_T_BASE_BOUNDS;
+	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
+				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
+				   &qp->in.dst);
+}
+
 static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	if (qp->rtr_read_sent) {
@@ -119,16 +143,11 @@ static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 		qp->in.skip = true;
 		return 0;
 	}
-	/* The sink is our own MR, but the peer chose STag and TO: check them
-	 * like any tagged placement, and against the Read we asked for. */
-	if (s->ddp.stag != w->sge[0].lkey)
-		return IW_TERM_DDP_T_INV_STAG;
-	if (s->ddp.to < w->sge[0].addr ||
-	    s->ddp.to - w->sge[0].addr + s->payload_len > w->sge[0].length)
-		return IW_TERM_DDP_T_BASE_BOUNDS;
-	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
-				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
-				   &qp->in.dst);
+	/* A response outside the sink fails our Read, not just the QP. */
+	uint16_t t = read_resp_sink(qp, s, w);
+	if (t)
+		iw_qp_fault_swqe_locked(w, t, false);
+	return t;
 }
 
 static uint16_t hdr_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
@@ -136,15 +155,15 @@ static uint16_t hdr_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned 
 	if (s->ddp.msn != qp->rx_msn[IW_QN_SEND])
 		return IW_TERM_DDP_U_MSN_RANGE;
 	if (qp->in.have_rwqe) {
-		if (qp->in.send_op != op)
-			return IW_TERM_RDMAP_OPCODE; /* another message inside this one */
+		if (qp->in.send_op != op) /* another message inside this one */
+			return fault_rwqe(qp, IW_TERM_RDMAP_OPCODE);
 	} else {
 		uint16_t t = take_rwqe(qp);
 		if (t)
 			return t;
 	}
 	if ((uint64_t)s->ddp.mo + s->payload_len > qp->in.rwqe->len)
-		return IW_TERM_DDP_U_TOO_LONG;
+		return fault_rwqe(qp, IW_TERM_DDP_U_TOO_LONG);
 	qp->in.mo = s->ddp.mo;
 	qp->in.send_op = op;
 	return 0;
@@ -332,7 +351,7 @@ static uint16_t end_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned 
 	if (op == IW_OP_SEND_INV || op == IW_OP_SEND_SE_INV) {
 		int t = iw_mem_invalidate(&qp->context->mem, &qp->mreq, s->ddp.inv_stag, true);
 		if (t)
-			return (uint16_t)t;
+			return fault_rwqe(qp, (uint16_t)t);
 		flags |= IW_WC_WITH_INV;
 		inv = s->ddp.inv_stag;
 	}
@@ -390,6 +409,46 @@ static void end_atomic_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	wake_tx(qp);
 }
 
+static struct iw_swqe *orq_entry(struct iw_qp *qp, uint32_t i)
+{
+	return &qp->sq[qp->orq[(qp->orq_head + i) % qp->orq_size] % qp->sq_size];
+}
+
+/* Our outstanding Read or atomic request whose DDP header the TERMINATE
+ * copied: same queue, same MSN. */
+static struct iw_swqe *request_copied(struct iw_qp *qp, const struct iw_terminate *t)
+{
+	struct iw_ddp_hdr d;
+	if (iw_ddp_hdr_parse(&d, NULL, t->ddp_hdr, t->ddp_hdr_len) < 0 || (d.ctrl & IW_DDP_T))
+		return NULL;
+	for (uint32_t i = 0; i < qp->orq_cnt; i++) {
+		struct iw_swqe *w = orq_entry(qp, i);
+		unsigned op = w->opcode == IW_WR_RDMA_READ ? IW_OP_READ_REQ : IW_OP_ATOMIC_REQ;
+		if (w->req_msn == d.msn && (int)d.qn == iw_rdmap_opcode_qn(op))
+			return w;
+	}
+	return NULL;
+}
+
+/* The WR a peer's TERMINATE names, if still outstanding: only our Reads
+ * and atomics are (a Send or Write completed when it was written). By the
+ * DDP header it copied; without a copy (siw's layout, or none sent), an
+ * RDMAP protection error on an STag, bounds, rights or TO (0/1/0x00-0x04)
+ * can only be a request's, and requests are answered in order: the
+ * oldest. */
+static struct iw_swqe *term_names_request(struct iw_qp *qp, uint32_t term,
+					  const struct iw_terminate *t)
+{
+	if (qp->orq_cnt == 0)
+		return NULL;
+	if (t && (t->hdrct & IW_TERM_HDR_D))
+		return request_copied(qp, t);
+	if (IW_TERM_LAYER(term) == IW_LAYER_RDMAP && IW_TERM_ETYPE(term) == 1 &&
+	    IW_TERM_ECODE(term) <= 0x04)
+		return orq_entry(qp, 0);
+	return NULL;
+}
+
 static void peer_terminate(struct iw_qp *qp, const struct iw_ddp_seg *s, bool parsed)
 {
 	const uint8_t *raw = s->raw_hdr + IW_DDP_UNTAGGED_HDR_LEN;
@@ -400,6 +459,10 @@ static void peer_terminate(struct iw_qp *qp, const struct iw_ddp_seg *s, bool pa
 		t = parsed ? s->rdmap.u.term.term : (uint16_t)(raw[0] << 8 | raw[1]);
 	if (parsed)
 		qp->peer_term = s->rdmap.u.term;
+	bool copies = parsed && !qp->conn.peer_siw_term;
+	struct iw_swqe *w = term_names_request(qp, t, copies ? &qp->peer_term : NULL);
+	if (w)
+		iw_qp_fault_swqe_locked(w, t, true);
 	qp->term = t;
 	qp->term_from_peer = true;
 	qp->terminated = true;

@@ -321,7 +321,9 @@ static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
 	}
 	if (!rc)
 		return true;
-	w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR : IW_WC_LOC_QP_OP_ERR;
+	/* Refused by the MR's own rights: the WR's protection error. */
+	w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR
+				  : iw_term_wc_status(IW_TERM_RDMAP_CATASTROPHIC, false);
 	w->vendor_err = IW_TERM_RDMAP_CATASTROPHIC;
 	iw_qp_terminate_locked(qp, IW_TERM_RDMAP_CATASTROPHIC, NULL,
 			       "a local work request failed");
@@ -346,6 +348,7 @@ static int emit_read_req(struct iw_qp *qp, struct iw_swqe *w, uint32_t idx)
 		.src_stag = w->rkey,
 		.src_to = w->remote_addr,
 	};
+	w->req_msn = qp->tx_msn[IW_QN_READ_REQ]; /* a TERMINATE may name it */
 	size_t n = hdr_untagged(qp, h, IW_OP_READ_REQ, true, 0, 0);
 	n += (size_t)iw_rdmap_read_req_build(h + n, sizeof(h) - n, &r);
 	int rc = txq_fpdu(qp, h, n, NULL, 0);
@@ -372,6 +375,7 @@ static int emit_atomic_req(struct iw_qp *qp, struct iw_swqe *w, uint32_t idx)
 		a.add_swap = w->swap;
 		a.compare = w->compare_add;
 	}
+	w->req_msn = (uint32_t)qp->tx_msn[iw_rdmap_opcode_qn(IW_OP_ATOMIC_REQ)];
 	size_t n = hdr_untagged(qp, h, IW_OP_ATOMIC_REQ, true, 0, 0);
 	n += (size_t)iw_rdmap_atomic_req_build(h + n, sizeof(h) - n, &a);
 	int rc = txq_fpdu(qp, h, n, NULL, 0);
