@@ -1287,6 +1287,22 @@ START_TEST(test_srq_16)
 	ck_assert(!fd_ready(afd));
 	ck_assert_int_eq(iw_get_async_event(e.cli.ctx, &ae), EAGAIN);
 
+	/* A server QP on the SRQ whose connection closes: LAST_WQE_REACHED
+	 * is already queued when DISCONNECTED is read (issue 16 bug 6), so
+	 * "read the async fd, then destroy the id" never misses it. */
+	ck_assert_int_eq(iw_cm_disconnect(m.c[0].id), 0);
+	struct lb_ev ev;
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, m.s[0].id);
+	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), 0);
+	ck_assert_msg(ae.event_type == IW_EVENT_QP_LAST_WQE_REACHED, "async event %s",
+		      iw_event_type_str(ae.event_type));
+	ck_assert_ptr_eq(ae.element.qp, m.s[0].qp);
+	ck_assert_uint_eq(ae.term, IW_TERM_NONE);
+	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), EAGAIN);
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_int_eq(iw_get_async_event(e.cli.ctx, &ae), EAGAIN); /* no SRQ there */
+
 	multi_fini(&m);
 	buf_fini(&srecv);
 	buf_fini(&cmsg);

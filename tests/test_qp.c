@@ -3468,6 +3468,24 @@ START_TEST(test_destroy_with_txq)
 }
 END_TEST
 
+/* Take what from sends and feed it to to octet by octet until the engine
+ * offers a direct destination: returns it, with the octets fed (*pos) and
+ * the offer's length (*d). */
+static uint8_t *feed_to_direct(struct world *w, struct iw_qp *from, struct iw_qp *to,
+			       size_t *pos, size_t *d)
+{
+	size_t n = take_tx(w, from), used = 0;
+	uint8_t *p = NULL;
+	ck_assert_uint_gt(n, 100);
+	*pos = 0;
+	while (*pos < n && (*d = iw_qp_rx_direct(to, &p)) == 0) {
+		ck_assert_int_eq(iw_qp_rx(to, w->mp.stage + *pos, 1, &used), 0);
+		(*pos)++;
+	}
+	ck_assert_uint_gt(*d, 0);
+	return p;
+}
+
 /* The application moves a QP to ERR while the glue is receiving straight
  * into a destination: the receive (or the Write's MR) stays referenced
  * until the glue reports back, then flushes. */
@@ -3493,16 +3511,8 @@ START_TEST(test_direct_vs_modify_err)
 		struct iw_send_wr wr = wr_of(1, IW_WR_SEND, 0, &sg, 1);
 		ck_assert_int_eq(post_wr(A->qp, &wr), 0);
 	}
-	size_t n = take_tx(&w, A->qp);
-	ck_assert_uint_gt(n, 100);
-	/* Feed octet by octet until the engine offers a destination. */
-	size_t pos = 0, used = 0, d = 0;
-	uint8_t *p = NULL;
-	while (pos < n && (d = iw_qp_rx_direct(B->qp, &p)) == 0) {
-		ck_assert_int_eq(iw_qp_rx(B->qp, w.mp.stage + pos, 1, &used), 0);
-		pos++;
-	}
-	ck_assert_uint_gt(d, 0);
+	size_t pos, d;
+	uint8_t *p = feed_to_direct(&w, A->qp, B->qp, &pos, &d);
 	struct iw_qp_attr qa = {.qp_state = IW_QPS_ERR};
 	ck_assert_int_eq(iw_modify_qp(B->qp, &qa, IW_QP_STATE), 0);
 	ck_assert_int_eq(qp_state(B->qp), IW_QPS_ERR);
@@ -3520,6 +3530,56 @@ START_TEST(test_direct_vs_modify_err)
 	ck_assert_uint_eq(pump_dir(&w, 1), 0);
 	iw_qp_conn_lost(A->qp, false);
 	iw_qp_conn_lost(B->qp, false);
+	world_free(&w);
+}
+END_TEST
+
+/* IW_EVENT_QP_LAST_WQE_REACHED (issue 16 bug 6): raised once per entry into
+ * ERR of a QP on an SRQ, and only after the SRQ WR the QP was filling has
+ * completed (here the glue is still receiving into it when the QP goes to
+ * ERR, so its flush waits); that WR carries the QP's number and is not
+ * returned to the SRQ, the WRs still posted stay there. */
+START_TEST(test_last_wqe_reached)
+{
+	struct cfg g = {.crc = true, .srq = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 8192, 0);
+	struct buf *dst = buf_new(&w, w.pd, 2 * 8192, ACC_RW);
+	fill(src->p, 8192, 32);
+	for (int k = 0; k < 2; k++) {
+		struct iw_sge sg = sge_of(dst, (size_t)k * 8192, 8192);
+		struct iw_recv_wr rw = {.wr_id = 100 + (uint64_t)k, .sg_list = &sg, .num_sge = 1};
+		ck_assert_int_eq(iw_post_srq_recv(w.srq, &rw, NULL), 0);
+	}
+	struct iw_sge sg = sge_of(src, 0, 8192);
+	struct iw_send_wr wr = wr_of(1, IW_WR_SEND, 0, &sg, 1);
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	size_t pos, d;
+	uint8_t *p = feed_to_direct(&w, A->qp, B->qp, &pos, &d);
+	struct iw_qp_attr qa = {.qp_state = IW_QPS_ERR};
+	ck_assert_int_eq(iw_modify_qp(B->qp, &qa, IW_QP_STATE), 0);
+	/* WR 100 is still being received into: neither its completion nor
+	 * the event yet. */
+	struct iw_async_event ev[4];
+	expect_empty(B->rcq);
+	ck_assert_int_eq(async_count(w.ctx, ev, 4), 0);
+	memcpy(p, w.mp.stage + pos, d);
+	ck_assert_int_eq(iw_qp_rx_direct_done(B->qp, d), 0);
+	struct iw_wc wc = expect_wc(B->rcq, 100, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	ck_assert_uint_eq(wc.qp_num, iw_qp_num(B->qp));
+	expect_empty(B->rcq); /* 101 stays on the SRQ */
+	ck_assert_int_eq(async_count(w.ctx, ev, 4), 1);
+	ck_assert_int_eq(ev[0].event_type, IW_EVENT_QP_LAST_WQE_REACHED);
+	ck_assert_ptr_eq(ev[0].element.qp, B->qp);
+	ck_assert_uint_eq(ev[0].term, IW_TERM_NONE);
+	/* Once per entry into ERR: not again when the connection goes. */
+	ck_assert_int_eq(iw_modify_qp(B->qp, &qa, IW_QP_STATE), 0);
+	iw_qp_conn_lost(B->qp, false);
+	ck_assert_int_eq(async_count(w.ctx, ev, 4), 0);
+	iw_qp_conn_lost(A->qp, false);
 	world_free(&w);
 }
 END_TEST
@@ -3567,6 +3627,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_ring_wrap);
 	tcase_add_test(tc, test_destroy_with_txq);
 	tcase_add_loop_test(tc, test_direct_vs_modify_err, 0, 2);
+	tcase_add_test(tc, test_last_wqe_reached);
 	tcase_add_test(tc, test_inject_fault_api);
 	suite_add_tcase(s, tc);
 

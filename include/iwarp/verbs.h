@@ -218,17 +218,20 @@ struct iw_device_attr {
  */
 int iw_query_device(struct iw_context *ctx, struct iw_device_attr *attr);
 
-/* Asynchronous events: QP fatal/terminate, CQ overflow, SRQ limit. The fd
- * becomes readable when an event is queued; iw_get_async_event never
- * blocks (EAGAIN when none is queued). A QP moved to ERR by the
- * application, or whose connection closes, raises no event. */
+/* Asynchronous events: QP fatal/terminate, CQ overflow, SRQ limit, last
+ * WQE, SQ drained. The fd becomes readable when an event is queued;
+ * iw_get_async_event never blocks (EAGAIN when none is queued). A QP moved
+ * to ERR by the application, or whose connection closes, raises no error
+ * event (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, QP_TERMINATE); a QP on an
+ * SRQ raises QP_LAST_WQE_REACHED whenever it enters ERR, whatever the
+ * cause (iw_get_async_event says when). */
 enum iw_event_type {
 	IW_EVENT_CQ_ERR = 1,         /* CQ overflow: completions were lost */
 	IW_EVENT_QP_FATAL,           /* LLP error (CRC, markers, RTR) or a local WR failed: we sent TERMINATE */
 	IW_EVENT_QP_REQ_ERR,         /* peer's request violated the protocol: we sent TERMINATE */
 	IW_EVENT_QP_ACCESS_ERR,      /* remote access error: we sent TERMINATE */
 	IW_EVENT_QP_TERMINATE,       /* peer sent TERMINATE: see term */
-	IW_EVENT_QP_LAST_WQE_REACHED, /* a QP on an SRQ entered ERR: it takes no more SRQ WQEs */
+	IW_EVENT_QP_LAST_WQE_REACHED, /* a QP on an SRQ is in ERR and completed its SRQ WQE: it takes no more */
 	IW_EVENT_SRQ_LIMIT_REACHED,
 	IW_EVENT_SQ_DRAINED,         /* SQD reached: WQEs begun before it are complete */
 };
@@ -270,7 +273,21 @@ int iw_context_async_fd(struct iw_context *ctx);
  * Never blocks. Raised: IW_EVENT_CQ_ERR (element.cq), IW_EVENT_QP_FATAL,
  * IW_EVENT_QP_REQ_ERR and IW_EVENT_QP_ACCESS_ERR (element.qp; term is the
  * TERMINATE we sent), IW_EVENT_QP_TERMINATE (element.qp; term is the
- * peer's, term_from_peer set) and IW_EVENT_SRQ_LIMIT_REACHED (element.srq).
+ * peer's, term_from_peer set), IW_EVENT_QP_LAST_WQE_REACHED (element.qp;
+ * term is the TERMINATE that took the QP to ERR, or IW_TERM_NONE),
+ * IW_EVENT_SRQ_LIMIT_REACHED (element.srq) and IW_EVENT_SQ_DRAINED
+ * (element.qp: the SQD transition of iw_modify_qp is complete).
+ *
+ * IW_EVENT_QP_LAST_WQE_REACHED is queued once each time a QP that uses an
+ * SRQ enters ERR (a TERMINATE, a lost or closed connection, iw_modify_qp),
+ * right after the SRQ WR the QP was filling has completed (flushed, or
+ * with its own status when its message caused the error: see
+ * iw_poll_cq); from then on the QP takes no SRQ WR. When the connection
+ * ends it is queued before the CM queues DISCONNECTED for the QP's id, so
+ * the verbs pattern "wait for LAST_WQE_REACHED, then destroy" works: on
+ * DISCONNECTED, read this fd until EAGAIN, then destroy the id. Destroying
+ * the QP (iw_cm_destroy_id, iw_destroy_qp) drops the event if it is still
+ * queued, like every event naming the QP.
  *
  * The copy owns nothing, and the object it names is not pinned: do not
  * destroy that object while still using the event. Events still queued
@@ -1022,10 +1039,12 @@ enum iw_srq_attr_mask { IW_SRQ_MAX_WR = 1 << 0, IW_SRQ_LIMIT = 1 << 1 };
  *
  * A QP takes a WR when the first segment of a Send arrives and owns it from
  * then on. If that QP goes to ERR before the message ends, the WR completes
- * on the QP's receive CQ with IW_WC_WR_FLUSH_ERR and the QP's qp_num: repost
- * it to the SRQ to use its buffer again. WRs still on the SRQ stay there for
- * the other QPs, without a completion; IW_EVENT_QP_LAST_WQE_REACHED tells
- * that the QP in ERR takes no more.
+ * on the QP's receive CQ with the QP's qp_num and IW_WC_WR_FLUSH_ERR (or,
+ * when that very message caused the error, its own status: see
+ * iw_poll_cq). It is not returned to the SRQ: the application must repost
+ * it to the SRQ to use its buffer again. WRs still on the SRQ stay there
+ * for the other QPs, without a completion; IW_EVENT_QP_LAST_WQE_REACHED,
+ * queued after that completion, tells that the QP in ERR takes no more.
  *
  * Returns: the SRQ, or NULL with errno set.
  * Errors:

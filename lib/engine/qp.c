@@ -216,6 +216,7 @@ static void reset_locked(struct iw_qp *qp)
 	qp->connected = qp->terminated = false;
 	qp->rtr_wait = qp->rtr_pending = qp->rtr_read_resp = qp->rtr_read_sent = false;
 	qp->wake_pending = false;
+	qp->last_wqe_raised = false;
 	qp->tx_cur = IW_TX_NONE;
 	qp->rx_direct_busy = false;
 	qp->term = IW_TERM_NONE;
@@ -381,6 +382,23 @@ static void flush_rwqe(struct iw_qp *qp, struct iw_rwqe *w, enum iw_wc_status st
 	iw_cq_push(qp->recv_cq, &wc, false);
 }
 
+/* A QP on an SRQ is in ERR and has completed the SRQ WQE it was filling:
+ * it takes no more, and the application may destroy it (verbs' "wait for
+ * LAST_WQE_REACHED, then destroy"). Once per entry into ERR, and never
+ * before that completion; a lost connection flushes before the CM raises
+ * DISCONNECTED, so the event is queued ahead of it. */
+static void last_wqe_reached(struct iw_qp *qp)
+{
+	if (!qp->srq || qp->state != IW_QPS_ERR || qp->last_wqe_raised)
+		return;
+	qp->last_wqe_raised = true;
+	struct iw_async_event ev = {.event_type = IW_EVENT_QP_LAST_WQE_REACHED,
+				    .term = qp->term,
+				    .term_from_peer = qp->term_from_peer};
+	ev.element.qp = qp;
+	iw_async_raise(qp->context, &ev);
+}
+
 /* The receive side: the message being received, then the RQ, in order.
  * Nothing on the transmit queue points into receive WQEs, so this runs as
  * soon as the QP is in ERR, unless the glue may be receiving into the
@@ -411,6 +429,7 @@ void iw_qp_flush_rq_locked(struct iw_qp *qp)
 		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size], IW_WC_WR_FLUSH_ERR);
 		qp->rq_head++;
 	}
+	last_wqe_reached(qp);
 }
 
 void iw_qp_rx_direct_settle_locked(struct iw_qp *qp)
@@ -463,14 +482,6 @@ void iw_qp_set_error_locked(struct iw_qp *qp)
 		iw_qp_flush_locked(qp);
 	else
 		iw_qp_flush_rq_locked(qp);
-	if (qp->srq) {
-		/* verbs: the application may now reclaim what it shared. */
-		struct iw_async_event ev = {.event_type = IW_EVENT_QP_LAST_WQE_REACHED,
-					    .term = qp->term,
-					    .term_from_peer = qp->term_from_peer};
-		ev.element.qp = qp;
-		iw_async_raise(qp->context, &ev);
-	}
 }
 
 /* ------------------------------------------------------------ posting */

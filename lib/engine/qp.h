@@ -211,6 +211,7 @@ struct iw_qp {
 	 * STag to end; nothing behind it starts meanwhile. */
 	bool inv_wait;
 	uint32_t inv_wait_idx;
+	bool last_wqe_raised; /* LAST_WQE_REACHED raised for this ERR */
 	/* iw_qp_inject_fault(IW_FAULT_TX_CRC): FPDUs to frame until the one
 	 * whose CRC is corrupted (0: none armed). */
 	uint32_t fault_crc_nth;
