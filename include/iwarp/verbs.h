@@ -425,7 +425,8 @@ int iw_dereg_mr(struct iw_mr *mr);
  *    completion; invalidating an invalid MR succeeds. From the
  *    invalidation on, the peer's accesses with the STag fail (TERMINATE
  *    invalid STag); a segment whose placement had already started still
- *    lands.
+ *    lands, and a LOCAL_INV completes only after it has: once the
+ *    LOCAL_INV's completion is polled, nothing more is written there.
  *
  * A REG_MR or LOCAL_INV that fails when it runs is fatal to the QP, as is
  * every WR that completes with an error: it completes with
