@@ -1360,6 +1360,23 @@ static void read_fr(struct lb_end *ce, struct lb_end *se, uint32_t key)
 	check_data(ce->data.p, se->frbuf, FR_LEN, "read from the fast-reg MR");
 }
 
+/* ce's Send with Invalidate of key (wr_id id + 1) into a receive of se
+ * (wr_id id): both complete, the receive says which STag went. */
+static void send_with_inv(struct lb_end *ce, struct lb_end *se, uint32_t key, uint64_t id)
+{
+	struct iw_wc wc;
+	ck_assert_int_eq(post_recv1(se->c->qp, id, se->msg.p, MSG_LEN, se->msg.mr->lkey), 0);
+	ck_assert_int_eq(post_send1(ce->c->qp, id + 1, IW_WR_SEND_WITH_INV, IW_SEND_SIGNALED,
+				    ce->msg.p, 16, ce->msg.mr->lkey, 0, 0, key),
+			 0);
+	wc_wait(ce->c->scq, ce->c->side->cc, &wc, 1, "send with invalidate");
+	wc_check(&wc, id + 1, IW_WC_SUCCESS, IW_WC_SEND, "send with invalidate");
+	wc_wait(se->c->rcq, se->c->side->cc, &wc, 1, "receive with invalidate");
+	wc_check(&wc, id, IW_WC_SUCCESS, IW_WC_RECV, "receive with invalidate");
+	ck_assert_uint_ne(wc.wc_flags & IW_WC_WITH_INV, 0);
+	ck_assert_uint_eq(wc.invalidated_rkey, key);
+}
+
 /* _i 0: the peer's Send with Invalidate revokes the STag; 1: the owner's
  * LOCAL_INV does; 2: a re-registration under a new key leaves the old
  * STag stale. Then a Write to the dead STag is refused with TERMINATE. */
@@ -1381,16 +1398,7 @@ START_TEST(test_invalidate_refused)
 	read_fr(&ce, &se, key);
 
 	if (_i == 0) {
-		ck_assert_int_eq(post_recv1(s.qp, 7100, se.msg.p, MSG_LEN, se.msg.mr->lkey), 0);
-		ck_assert_int_eq(post_send1(c.qp, 7101, IW_WR_SEND_WITH_INV, IW_SEND_SIGNALED,
-					    ce.msg.p, 16, ce.msg.mr->lkey, 0, 0, key),
-				 0);
-		wc_wait(c.scq, e.cli.cc, wc, 1, "send with invalidate");
-		wc_check(&wc[0], 7101, IW_WC_SUCCESS, IW_WC_SEND, "send with invalidate");
-		wc_wait(s.rcq, e.srv.cc, wc, 1, "receive with invalidate");
-		wc_check(&wc[0], 7100, IW_WC_SUCCESS, IW_WC_RECV, "receive with invalidate");
-		ck_assert_uint_ne(wc[0].wc_flags & IW_WC_WITH_INV, 0);
-		ck_assert_uint_eq(wc[0].invalidated_rkey, key);
+		send_with_inv(&ce, &se, key, 7100);
 	} else {
 		local_inv(&se, key);
 		if (_i == 2) {
@@ -1567,6 +1575,105 @@ START_TEST(test_wr_at_fault)
 	wc_none(s.scq, "server send queue");
 	conn_fini(&c);
 	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* A type 2 memory window over real TCP (issue 16): the server binds a
+ * window onto part of a larger "disk" MR through its send queue, the
+ * client WRITEs and READs through it, then _i 0: the client's Send with
+ * Invalidate, 1: the server's LOCAL_INV revokes it and the next Write is
+ * refused with TERMINATE DDP invalid STag; 2: a Write past the window's
+ * end is refused with base or bounds. The rest of the disk is untouched. */
+START_TEST(test_mw_window)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 64 * KIB, "client");
+	end_init(&se, &s, 64 * KIB, "server");
+	enum { DISK = 64 * KIB, WOFF = 8 * KIB, WLEN = 16 * KIB };
+	uint8_t *disk = calloc(1, DISK);
+	ck_assert_ptr_nonnull(disk);
+	struct iw_mr *dmr = iw_reg_mr(s.side->pd, disk, DISK,
+				      IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE |
+					      IW_ACCESS_REMOTE_READ | IW_ACCESS_MW_BIND);
+	ck_assert_ptr_nonnull(dmr);
+	struct iw_mw *mw = iw_alloc_mw(s.side->pd, IW_MW_TYPE_2);
+	ck_assert_ptr_nonnull(mw);
+	uint32_t key = iw_inc_rkey(mw->rkey);
+	struct iw_send_wr wr = {.wr_id = 8000, .opcode = IW_WR_BIND_MW,
+				.send_flags = IW_SEND_SIGNALED};
+	wr.wr.bind_mw.mw = mw;
+	wr.wr.bind_mw.rkey = key;
+	wr.wr.bind_mw.bind_info.mr = dmr;
+	wr.wr.bind_mw.bind_info.addr = (uintptr_t)disk + WOFF;
+	wr.wr.bind_mw.bind_info.length = WLEN;
+	wr.wr.bind_mw.bind_info.mw_access_flags = IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	struct iw_send_wr *bad;
+	ck_assert_int_eq(iw_post_send(s.qp, &wr, &bad), 0);
+	struct iw_wc wc[4];
+	wc_wait(s.scq, e.srv.cc, wc, 1, "BIND_MW");
+	wc_check(&wc[0], 8000, IW_WC_SUCCESS, IW_WC_BIND_MW, "BIND_MW");
+	ck_assert_uint_eq(mw->rkey, key);
+
+	/* Write and read back through the window. */
+	pat_fill(ce.data.p, WLEN, 7);
+	ck_assert_int_eq(post_send1(c.qp, 8001, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, ce.data.p, WLEN,
+				    ce.data.mr->lkey, (uintptr_t)disk + WOFF, key, 0),
+			 0);
+	wc_wait(c.scq, e.cli.cc, wc, 1, "write through the window");
+	wc_check(&wc[0], 8001, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, "write through the window");
+	memset(ce.data.p + WLEN, 0, WLEN);
+	ck_assert_int_eq(post_send1(c.qp, 8002, IW_WR_RDMA_READ, IW_SEND_SIGNALED,
+				    ce.data.p + WLEN, WLEN, ce.data.mr->lkey, (uintptr_t)disk + WOFF,
+				    key, 0),
+			 0);
+	wc_wait(c.scq, e.cli.cc, wc, 1, "read through the window");
+	wc_check(&wc[0], 8002, IW_WC_SUCCESS, IW_WC_RDMA_READ, "read through the window");
+	check_data(ce.data.p + WLEN, ce.data.p, WLEN, "read through the window");
+	check_data(disk + WOFF, ce.data.p, WLEN, "written through the window");
+
+	uint16_t term = IW_TERM_DDP_T_INV_STAG;
+	uint64_t to = (uintptr_t)disk + WOFF;
+	if (_i == 0) {
+		send_with_inv(&ce, &se, key, 8100);
+	} else if (_i == 1) {
+		local_inv(&se, key);
+	} else {
+		term = IW_TERM_DDP_T_BASE_BOUNDS;
+		to += WLEN - 8; /* 16 octets, 8 of them past the end */
+	}
+	uint8_t *before = malloc(DISK);
+	ck_assert_ptr_nonnull(before);
+	memcpy(before, disk, DISK);
+	ck_assert_int_eq(post_send1(c.qp, 8200, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, ce.msg.p, 16,
+				    ce.msg.mr->lkey, to, key, 0),
+			 0);
+	struct iw_async_event ae;
+	wait_async(e.srv.ctx, &ae, "server");
+	ck_assert_msg(ae.event_type == IW_EVENT_QP_ACCESS_ERR, "server async event %s",
+		      iw_event_type_str(ae.event_type));
+	ck_assert_uint_eq(ae.term, term);
+	wait_async(e.cli.ctx, &ae, "client");
+	ck_assert_msg(ae.event_type == IW_EVENT_QP_TERMINATE, "client async event %s",
+		      iw_event_type_str(ae.event_type));
+	ck_assert_msg(ae.term == term, "TERMINATE 0x%04x, expected 0x%04x", ae.term, term);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert(memcmp(before, disk, DISK) == 0);
+	free(before);
+
+	conn_fini(&c);
+	conn_fini(&s);
+	ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+	ck_assert_int_eq(iw_dereg_mr(dmr), 0);
+	free(disk);
 	end_fini(&ce);
 	end_fini(&se);
 	env_fini(&e);
@@ -2680,6 +2787,7 @@ Suite *suite_loopback(void)
 	tc = tcase_create("terminate");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_invalidate_refused, 0, 3);
+	tcase_add_loop_test(tc, test_mw_window, 0, 3);
 	tcase_add_loop_test(tc, test_wr_at_fault, 0, 2);
 	suite_add_tcase(s, tc);
 

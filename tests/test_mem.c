@@ -133,8 +133,10 @@ START_TEST(access_flag_rule)
 		ck_assert_int_eq(iw_mr_int(mr)->access, a);
 		ck_assert_int_eq(iw_dereg_mr(mr), 0);
 	}
-	/* Unknown bits, alone or with valid ones. */
-	for (int bit = 4; bit < 31; bit++) {
+	/* MW_BIND needs nothing else; unknown bits, alone or with valid
+	 * ones, are refused. */
+	ck_assert(iw_mem_access_valid(IW_ACCESS_MW_BIND));
+	for (int bit = 5; bit < 31; bit++) {
 		ck_assert(!iw_mem_access_valid(1 << bit));
 		ck_assert(!iw_mem_access_valid((1 << bit) | IW_ACCESS_LOCAL_WRITE));
 	}
@@ -1137,6 +1139,120 @@ START_TEST(invalidate_waits_for_placement)
 }
 END_TEST
 
+/* ------------------------------------------------------ memory windows */
+
+static int bind(struct iw_context *ctx, uint32_t qpn, struct iw_pd *pd, struct iw_mw *mw,
+		uint32_t key, struct iw_mr *mr, int access, uint8_t *addr, uint64_t len)
+{
+	struct iw_mem_req req = {.pd = pd, .qp_num = qpn};
+
+	return iw_mem_bind_mw(&ctx->mem, &req, (struct iw_mw_int *)mw, key, iw_mr_int(mr), access,
+			      (uintptr_t)addr, len);
+}
+
+static uint16_t win_access(struct iw_context *ctx, uint32_t qpn, struct iw_pd *pd, uint32_t stag,
+			   uint8_t *to, uint64_t len, enum iw_mem_op op, uint8_t *want)
+{
+	struct iw_mem_req req = {.pd = pd, .qp_num = qpn};
+	struct iw_mr_int *m;
+	uint8_t *p;
+	enum iw_mem_layer layer = op == IW_MEM_REMOTE_READ ? IW_MEM_BY_RDMAP : IW_MEM_BY_DDP;
+	uint16_t t = iw_mem_check_remote(&ctx->mem, &req, stag, (uintptr_t)to, len, op, layer, &m,
+					 &p);
+
+	if (t == 0) {
+		ck_assert_ptr_eq(p, want);
+		if (op != IW_MEM_REMOTE_READ)
+			iw_mem_placed(m);
+		iw_mem_put(m);
+	}
+	return t;
+}
+
+/* A type 2 window: bound to part of an MR for one QP, usable only there,
+ * within its range and rights, as a remote STag only; unbound by the
+ * bound QP's peer (Send with Invalidate) or LOCAL_INV, then refused; the
+ * MR stays registered while a window is bound to it. */
+START_TEST(mw_bind_use_invalidate)
+{
+	static uint8_t buf[256];
+	const int rw = IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	struct iw_context ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_mr *mr, *plain;
+	struct iw_mw *mw;
+	uint32_t k;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	pd2 = pd_new(&ctx);
+	mr = reg(pd, buf, sizeof(buf), ALL_RIGHTS | IW_ACCESS_MW_BIND);
+	plain = reg(pd, buf, sizeof(buf), ALL_RIGHTS);
+	errno = 0;
+	ck_assert_ptr_null(iw_alloc_mw(pd, IW_MW_TYPE_1));
+	ck_assert_int_eq(errno, EINVAL);
+	mw = iw_alloc_mw(pd, IW_MW_TYPE_2);
+	ck_assert_ptr_nonnull(mw);
+	ck_assert_uint_ge(mw->rkey, 0x100);
+	/* Unbound: no access. */
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, mw->rkey, buf, 1, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_INV_STAG);
+	/* Bind refusals. */
+	k = iw_inc_rkey(mw->rkey);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, plain, rw, buf + 64, 64), -EACCES);
+	ck_assert_int_eq(bind(&ctx, 5, pd2, mw, k, mr, rw, buf + 64, 64), -EACCES);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf + 200, 64), -EFAULT);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf, 0), -EINVAL);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, IW_ACCESS_LOCAL_WRITE, buf, 8), -EINVAL);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k + 0x100, mr, rw, buf, 8), -EINVAL);
+	/* Bound to [64, 128) for QP 5. */
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf + 64, 64), 0);
+	ck_assert_uint_eq(mw->rkey, k);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, iw_inc_rkey(k), mr, rw, buf + 64, 8), -EINVAL);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 64, 64, IW_MEM_REMOTE_WRITE, buf + 64),
+			  0);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 100, 8, IW_MEM_REMOTE_READ, buf + 100),
+			  0);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 60, 8, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_BASE_BOUNDS);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 124, 8, IW_MEM_REMOTE_READ, NULL),
+			  IW_TERM_RDMAP_BASE_BOUNDS);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 64, 8, IW_MEM_REMOTE_ATOMIC, NULL),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_uint_eq(win_access(&ctx, 6, pd, k, buf + 64, 8, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_STAG_STREAM);
+	ck_assert_int_eq(local(&ctx, pd, k, (uintptr_t)buf + 64, 8, IW_MEM_LOCAL_READ), -EINVAL);
+	ck_assert_int_eq(iw_dereg_mr(mr), EBUSY);
+	/* Remote invalidation: only the bound stream's peer. */
+	struct iw_mem_req q5 = {.pd = pd, .qp_num = 5}, q6 = {.pd = pd, .qp_num = 6};
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, &q6, k, true), IW_TERM_RDMAP_PROT_NOINV);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, &q5, k, true), 0);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 64, 8, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_INV_STAG);
+	/* Bound again (a new key), then LOCAL_INV. */
+	k = iw_inc_rkey(k);
+	ck_assert_int_eq(bind(&ctx, 7, pd, mw, k, mr, IW_ACCESS_REMOTE_READ, buf, 16), 0);
+	ck_assert_uint_eq(win_access(&ctx, 7, pd, k, buf, 16, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_INV_STAG); /* read-only window */
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, &(struct iw_mem_req){.pd = pd, .qp_num = 7},
+					   k, false),
+			 0);
+	ck_assert_uint_eq(win_access(&ctx, 7, pd, k, buf, 16, IW_MEM_REMOTE_READ, NULL),
+			  IW_TERM_RDMAP_INV_STAG);
+	/* Bound when freed: the MR is released. */
+	k = iw_inc_rkey(k);
+	ck_assert_int_eq(bind(&ctx, 7, pd, mw, k, mr, rw, buf, 16), 0);
+	ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+	ck_assert_int_eq(iw_dealloc_mw(NULL), 0);
+	ck_assert_uint_eq(iw_mem_refs(iw_mr_int(mr)), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	ck_assert_int_eq(iw_dereg_mr(plain), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd2), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
 /* ------------------------------------------------ unpredictable STags */
 
 /*
@@ -1458,6 +1574,7 @@ Suite *suite_mem(void)
 	tcase_add_test(tc, cleanup_frees_leftovers);
 	tcase_add_test(tc, threads_register_and_check);
 	tcase_add_test(tc, invalidate_waits_for_placement);
+	tcase_add_test(tc, mw_bind_use_invalidate);
 	tcase_add_test(tc, stag_keys_uniform);
 	tcase_add_test(tc, stag_slots_and_rekeys_uniform);
 	tcase_add_test(tc, stag_differ_between_contexts);

@@ -2905,6 +2905,73 @@ START_TEST(test_local_inv_waits_for_placement)
 }
 END_TEST
 
+static void bind_mw_wr(struct iw_qp *qp, uint64_t id, struct iw_mw *mw, uint32_t key,
+		       struct iw_mr *mr, int access, void *addr, uint64_t len)
+{
+	struct iw_send_wr wr = wr_of(id, IW_WR_BIND_MW, IW_SEND_SIGNALED, NULL, 0);
+	wr.wr.bind_mw.mw = mw;
+	wr.wr.bind_mw.rkey = key;
+	wr.wr.bind_mw.bind_info.mr = mr;
+	wr.wr.bind_mw.bind_info.addr = (uintptr_t)addr;
+	wr.wr.bind_mw.bind_info.length = len;
+	wr.wr.bind_mw.bind_info.mw_access_flags = (unsigned)access;
+	ck_assert_int_eq(post_wr(qp, &wr), 0);
+}
+
+/* A type 2 memory window bound through the send queue: the peer writes
+ * through it; then _i 0: the peer's Send with Invalidate revokes it, 1:
+ * LOCAL_INV does, and the next Write is TERMINATEd DDP invalid STag
+ * (RFC 5041 section 7.2: the STag is no longer valid); 2: a Write past its
+ * end is TERMINATEd DDP base or bounds violation. Nothing lands outside. */
+START_TEST(test_mw_type2)
+{
+	struct hfix f;
+	hfix_init(&f, HF_CRC | HF_NO_READS, MP_WHOLE);
+	struct end *e = &f.w.e[0];
+	struct buf *disk =
+		buf_new(&f.w, f.w.pd, 256, ACC_RW | IW_ACCESS_REMOTE_READ | IW_ACCESS_MW_BIND);
+	struct iw_mw *mw = iw_alloc_mw(f.w.pd, IW_MW_TYPE_2);
+	ck_assert_ptr_nonnull(mw);
+	uint32_t key = iw_inc_rkey(mw->rkey);
+	bind_mw_wr(f.qp, 220, mw, key, disk->mr, IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ,
+		   disk->p + 64, 64);
+	host_drain(&f.h);
+	expect_wc(e->scq, 220, IW_WC_SUCCESS, IW_WC_BIND_MW);
+	ck_assert_uint_eq(mw->rkey, key);
+	uint8_t d[64], want[256] = {0};
+	fill(d, sizeof(d), 3);
+	host_write(&f.h, key, (uintptr_t)disk->p + 64, d, sizeof(d));
+	memcpy(want + 64, d, 64);
+	ck_assert(memcmp(disk->p, want, 256) == 0);
+	uint16_t term = IW_TERM_DDP_T_INV_STAG;
+	if (_i == 0) {
+		uint8_t hdr[IW_FPDU_HDR_MAX];
+		struct iw_ddp_hdr h = {.ctrl = iw_ddp_ctrl(false, true),
+				       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_SEND_INV)};
+		h.msn = f.h.msn[0]++;
+		h.inv_stag = key;
+		size_t hl = (size_t)iw_ddp_hdr_build(hdr, sizeof(hdr), &h);
+		host_fpdu(&f.h, hdr, hl, "bye", 3);
+		struct iw_wc wc = expect_wc(e->rcq, 100, IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert_uint_eq(wc.wc_flags, IW_WC_WITH_INV);
+		ck_assert_uint_eq(wc.invalidated_rkey, key);
+		f.nrecv_done = 1;
+	} else if (_i == 1) {
+		local_inv_wr(f.qp, 221, key);
+		host_drain(&f.h);
+		expect_wc(e->scq, 221, IW_WC_SUCCESS, IW_WC_LOCAL_INV);
+	} else {
+		term = IW_TERM_DDP_T_BASE_BOUNDS;
+	}
+	uint8_t z[16] = {0};
+	host_write(&f.h, key, (uintptr_t)disk->p + (_i == 2 ? 120 : 64), z, sizeof(z));
+	ck_assert(memcmp(disk->p, want, 256) == 0);
+	hfix_expect_term(&f, term, IW_EVENT_QP_ACCESS_ERR, COPY_DDP);
+	ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+	world_free(&f.w);
+}
+END_TEST
+
 /* A peer's RDMA Write to an STag it guessed is counted on the QP and the
  * context, visible through the public getters (issue 16 bug 8); one to a
  * known STag out of bounds is not an STag guess. */
@@ -3641,6 +3708,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_inject_crc, 0, NUM_CRC_CASES);
 	tcase_add_test(tc, test_hostile_rtr);
 	tcase_add_test(tc, test_hostile_bad_stag_counted);
+	tcase_add_loop_test(tc, test_mw_type2, 0, 3);
 	tcase_add_loop_test(tc, test_local_inv_waits_for_placement, 0, 4);
 	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_destroy_forgets_events);

@@ -335,6 +335,7 @@ enum iw_access_flags {
 	IW_ACCESS_REMOTE_WRITE = 1 << 1, /* requires LOCAL_WRITE */
 	IW_ACCESS_REMOTE_READ = 1 << 2,
 	IW_ACCESS_REMOTE_ATOMIC = 1 << 3, /* requires LOCAL_WRITE */
+	IW_ACCESS_MW_BIND = 1 << 4,       /* memory windows may be bound to the MR */
 };
 
 /* A registered region. lkey == rkey == the STag: a 24-bit index and an
@@ -384,7 +385,8 @@ struct iw_mr *iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, int access)
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
- *   EBUSY   A work request or an inbound placement still uses the MR.
+ *   EBUSY   A work request or an inbound placement still uses the MR, or
+ *           a memory window is bound to it.
  *   EINVAL  mr is not a registration of its context's STag table.
  */
 int iw_dereg_mr(struct iw_mr *mr);
@@ -457,6 +459,53 @@ static inline uint32_t iw_inc_rkey(uint32_t rkey)
 {
 	return (rkey & 0xFFFFFF00u) | ((rkey + 1) & 0xFF);
 }
+
+/* A memory window: a remote-access grant (its own STag) onto part of an MR,
+ * bound through a QP's send queue (IW_WR_BIND_MW) and revoked by
+ * IW_WR_LOCAL_INV or the peer's Send with Invalidate. Type 2 only: a
+ * bound window is usable only by the peer of the QP that bound it. */
+enum iw_mw_type {
+	IW_MW_TYPE_1 = 1, /* not supported */
+	IW_MW_TYPE_2 = 2,
+};
+
+struct iw_mw {
+	struct iw_context *context;
+	struct iw_pd *pd;
+	uint32_t rkey;   /* the STag; a bind gives it a new key */
+	uint32_t handle;
+	enum iw_mw_type type;
+};
+
+/*
+ * Allocate a memory window on pd, as ibv_alloc_mw. It gets an STag (rkey)
+ * that no access can use until an IW_WR_BIND_MW work request binds it to
+ * part of an MR registered with IW_ACCESS_MW_BIND, on a QP of the same
+ * PD; from then on only that QP's peer may use it, within the bound range
+ * and rights. IW_WR_LOCAL_INV of the rkey, or the peer's Send with
+ * Invalidate on that QP, unbinds it; bind it again with a new key
+ * (iw_inc_rkey). A peer using it unbound, through another connection or
+ * out of its range is answered with a TERMINATE (mem.c lists which). Any
+ * thread.
+ *
+ * Returns: the window, or NULL with errno set.
+ * Errors:
+ *   EINVAL  pd is NULL, or type is not IW_MW_TYPE_2 (type 1 windows,
+ *           bound by a verb call, are not supported).
+ *   ENOMEM  Out of memory, or all 2^24 - 1 STag indices are in use.
+ */
+struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type);
+/*
+ * Free a memory window made by iw_alloc_mw, bound or not (a bound one
+ * releases its MR). Refused while a work request or an inbound placement
+ * uses it.
+ *
+ * Returns: 0 (also for NULL), or a positive errno.
+ * Errors:
+ *   EBUSY   A BIND_MW work request or a placement still uses the window.
+ *   EINVAL  mw is not a window of its context.
+ */
+int iw_dealloc_mw(struct iw_mw *mw);
 
 /* Counters of remote accesses refused because of the STag they named. */
 struct iw_stag_stats {
@@ -919,6 +968,16 @@ struct iw_send_wr {
 			uint64_t swap;
 			uint32_t rkey;
 		} atomic;
+		struct {
+			struct iw_mw *mw;
+			uint32_t rkey; /* the window's new STag: iw_inc_rkey(mw->rkey) */
+			struct iw_mw_bind_req {
+				struct iw_mr *mr;
+				uint64_t addr;   /* tagged offset inside the MR's range */
+				uint64_t length;
+				unsigned int mw_access_flags; /* IW_ACCESS_REMOTE_* */
+			} bind_info;
+		} bind_mw;
 	} wr;
 	struct {
 		struct iw_mr *mr;
@@ -979,7 +1038,14 @@ struct iw_recv_wr {
  *    (IW_WC_LOC_PROT_ERR: an MR of another PD) and takes the QP to ERR:
  *    TERMINATE (RDMAP catastrophic) to the peer, IW_EVENT_QP_FATAL, and
  *    the WRs behind it flush.
- *  - BIND_MW: memory windows are not implemented.
+ *  - BIND_MW (wr.bind_mw) runs at the head of the queue like LOCAL_INV:
+ *    binds the type 2 window mw (unbound, of this QP's PD) to
+ *    [addr, addr + length) of mr (VALID, same PD, registered with
+ *    IW_ACCESS_MW_BIND and the rights asked; REMOTE_WRITE and
+ *    REMOTE_ATOMIC also need LOCAL_WRITE on the MR) under rkey, which must
+ *    keep mw's index. mw->rkey is updated when it runs; the window and
+ *    the MR must outlive the WR. One that fails completes with
+ *    IW_WC_MW_BIND_ERR and takes the QP to ERR like a failed LOCAL_INV.
  * Any thread.
  *
  * Returns: 0, or a positive errno.
@@ -988,10 +1054,10 @@ struct iw_recv_wr {
  *           negative, above 16 or above what the opcode allows, or sg_list
  *           is NULL with num_sge > 0; an lkey is unknown, invalid or of
  *           another PD; inline data exceeds max_inline_data; the opcode is
- *           BIND_MW, unknown, or needs IW_QP_CREATE_RFC7306; a Read
- *           without exactly one SGE, an atomic without one 8-octet SGE
- *           and an 8-aligned remote_addr, either inline; REG_MR without
- *           reg.mr.
+ *           unknown or needs IW_QP_CREATE_RFC7306; a Read without exactly
+ *           one SGE, an atomic without one 8-octet SGE and an 8-aligned
+ *           remote_addr, either inline; REG_MR without reg.mr; BIND_MW
+ *           without bind_mw.mw or bind_info.mr.
  *   EACCES  An SGE's MR lacks the right the opcode needs.
  *   EFAULT  An SGE is not inside its MR.
  *   ENOMEM  The send queue is full (max_send_wr WRs not yet completed), or

@@ -82,6 +82,18 @@
  *   MR not invalidatable (iw_reg_mr MR, or   0/1/0x09
  *     no remote access right)
  *
+ * Memory windows (type 2, RFC 5040 section 2.2 "Memory Window" and
+ * section 7): a window's STag is an STag like any other, so its failures
+ * take the codes above. Unbound, or unbound again by LOCAL_INV or the
+ * peer's Send with Invalidate: invalid STag (DDP 1/1/0x00, RDMAP
+ * 0/1/0x00): the STag no longer names anything, as for an invalidated
+ * fast-reg MR. Used through a stream other than the QP it is bound to:
+ * STag not associated with the RDMAP stream (1/1/0x02, 0/1/0x03), the
+ * code RFC 5041 gives exactly that case (as another PD's MR). Outside
+ * the window: base and bounds (1/1/0x01, 0/1/0x01). A right the window
+ * lacks: access rights (RDMAP 0/1/0x02; DDP 1/1/0x00 as for MRs). A Send
+ * with Invalidate for a window bound to another stream: 0/1/0x09.
+ *
  * siw lets any MR of the PD be invalidated, including plain registrations;
  * rxe (rxe_invalidate_mr) refuses MRs that are not fast-reg MRs, as the IB
  * spec does. We refuse them: an application that registers with
@@ -91,6 +103,7 @@
  * ---------------------------------------------------------------------------
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,7 +114,7 @@
 
 #define ACCESS_ALL \
 	(IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | \
-	 IW_ACCESS_REMOTE_ATOMIC)
+	 IW_ACCESS_REMOTE_ATOMIC | IW_ACCESS_MW_BIND)
 #define ACCESS_REMOTE (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | IW_ACCESS_REMOTE_ATOMIC)
 
 #define TABLE_MIN_SLOTS 64u
@@ -403,11 +416,15 @@ struct snap {
 	int access;
 	uint64_t iova, len;
 	uint8_t *host;
+	bool window;
+	uint32_t qp_num;
 };
 
 static void snap_read(const struct iw_mr_int *mr, struct snap *sn)
 {
 	sn->pd = mr->pub.pd;
+	sn->window = mr->window;
+	sn->qp_num = atomic_load_explicit(&mr->qp_num, memory_order_relaxed);
 	sn->access = atomic_load_explicit(&mr->access, memory_order_relaxed);
 	sn->iova = atomic_load_explicit(&mr->iova, memory_order_relaxed);
 	sn->len = atomic_load_explicit(&mr->len, memory_order_relaxed);
@@ -466,9 +483,9 @@ static enum fail check_range(const struct snap *sn, uint64_t to, uint64_t len)
 
 /* The checks shared by local and remote accesses, in the order of mem.h.
  * On success *out holds a reference and *ptr is the host address of to. */
-static enum fail check(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t stag,
-		       uint64_t to, uint64_t len, int rights, bool place, struct iw_mr_int **out,
-		       uint8_t **ptr)
+static enum fail check(struct iw_mem_table *t, const struct iw_mem_req *req, bool remote,
+		       uint32_t stag, uint64_t to, uint64_t len, int rights, bool place,
+		       struct iw_mr_int **out, uint8_t **ptr)
 {
 	struct iw_mr_int *mr;
 	struct snap sn;
@@ -476,8 +493,10 @@ static enum fail check(struct iw_mem_table *t, const struct iw_pd *pd, uint32_t 
 
 	if (!acquire(t, stag, place, &mr, &sn))
 		return F_STAG;
-	if (sn.pd != pd)
-		f = F_PD;
+	if (sn.window && !remote)
+		f = F_STAG; /* a window is no lkey (verbs) */
+	else if (sn.pd != req->pd || (sn.window && sn.qp_num != req->qp_num))
+		f = F_PD;   /* a type 2 window belongs to one stream */
 	else if ((sn.access & rights) != rights)
 		f = F_ACCESS;
 	else
@@ -511,7 +530,7 @@ uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *re
 	*out_mr = NULL;
 	bool place = op == IW_MEM_REMOTE_WRITE || op == IW_MEM_REMOTE_ATOMIC;
 
-	f = check(t, req->pd, stag, to, len, op_rights(op), place, out_mr, out_ptr);
+	f = check(t, req, true, stag, to, len, op_rights(op), place, out_mr, out_ptr);
 	if (f == OK)
 		return 0;
 	if (f == F_STAG || f == F_PD)
@@ -532,7 +551,10 @@ int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const str
 			*out_ptr = NULL;
 		return 0;
 	}
-	f = check(t, pd, sge->lkey, sge->addr, sge->length, op_rights(op), false, out_mr, out_ptr);
+	struct iw_mem_req req = {.pd = pd};
+
+	f = check(t, &req, false, sge->lkey, sge->addr, sge->length, op_rights(op), false, out_mr,
+		  out_ptr);
 	return f == OK ? 0 : local_errno[f];
 }
 
@@ -587,6 +609,20 @@ bool iw_mem_is_valid(const struct iw_mr_int *mr)
 
 /* ------------------------------------------------------- invalidate, REG_MR */
 
+static struct iw_mw_int *mw_of(struct iw_mr_int *win)
+{
+	return (struct iw_mw_int *)((char *)win - offsetof(struct iw_mw_int, win));
+}
+
+/* A window lets go of its MR (invalidated or freed). Locked. */
+static void unbind(struct iw_mr_int *win)
+{
+	struct iw_mw_int *mw = mw_of(win);
+
+	iw_mem_put(mw->mr);
+	mw->mr = NULL;
+}
+
 /* Why an invalidation is refused, or 0. Locked. */
 static int invalidate_locked(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
 			     bool remote)
@@ -599,14 +635,18 @@ static int invalidate_locked(struct iw_mem_table *t, const struct iw_mem_req *re
 			count_bad_stag(t, req);
 		return remote ? IW_TERM_RDMAP_OP_NOINV : -EINVAL;
 	}
-	if (mr->pub.pd != req->pd || !mr->fastreg) {
+	if (mr->pub.pd != req->pd || !(mr->fastreg || mr->window)) {
 		if (remote && mr->pub.pd != req->pd)
 			count_bad_stag(t, req);
 		return remote ? IW_TERM_RDMAP_PROT_NOINV : -EINVAL;
 	}
-	/* A peer may only revoke what it was given access to. */
-	if (remote && !(mr->access & ACCESS_REMOTE))
+	/* A peer may only revoke what it was given access to, and a type 2
+	 * window only through the stream it is bound to. */
+	if (remote && (!(mr->access & ACCESS_REMOTE) ||
+		       (mr->window && atomic_load(&mr->qp_num) != req->qp_num)))
 		return IW_TERM_RDMAP_PROT_NOINV;
+	if (mr->window)
+		unbind(mr);
 	/* From here no check passes. Placements already under way keep
 	 * their host pointer; a LOCAL_INV waits for them, a peer's
 	 * invalidation arrives behind its own connection's placements. */
@@ -692,21 +732,128 @@ int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_
 	return ret;
 }
 
+/* ------------------------------------------------------------ windows */
+
+/* A zeroed object of size n if the arguments were ok, else NULL with
+ * errno EINVAL (or ENOMEM). */
+static void *obj_new(bool args_ok, size_t n)
+{
+	void *p = args_ok ? calloc(1, n) : NULL;
+
+	if (!p)
+		errno = args_ok ? ENOMEM : EINVAL;
+	return p;
+}
+
+static int unpublish(struct iw_mr_int *m);
+
+/* Can mr back a window with these rights over [addr, addr + length)?
+ * Locked, so mr's registration is stable. */
+static int bind_target_ok(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_int *mr,
+			  int access, uint64_t addr, uint64_t length)
+{
+	struct iw_stag_slot *s = slot_of(t, mr);
+	struct snap sn;
+
+	if (!s || mr->window || !(atomic_load(&s->word) & W_VALID))
+		return -EINVAL;
+	snap_read(mr, &sn);
+	if (sn.pd != pd)
+		return -EACCES;
+	/* The window's rights come out of the MR's (as ibv_bind_mw). */
+	if (!(sn.access & IW_ACCESS_MW_BIND) || (access & ~sn.access))
+		return -EACCES;
+	return check_range(&sn, addr, length) == OK ? 0 : -EFAULT;
+}
+
+static int bind_args_ok(const struct iw_mem_req *req, struct iw_mw_int *mw, uint32_t key,
+			int access, uint64_t length)
+{
+	/* Remote rights only, at least one (the MR supplies LOCAL_WRITE). */
+	if (!access || (access & ~ACCESS_REMOTE) || length == 0)
+		return -EINVAL;
+	if (iw_stag_index(key) != mw->win.pub.handle || mw->pub.type != IW_MW_TYPE_2)
+		return -EINVAL;
+	return mw->pub.pd == req->pd ? 0 : -EACCES;
+}
+
+int iw_mem_bind_mw(struct iw_mem_table *t, const struct iw_mem_req *req, struct iw_mw_int *mw,
+		   uint32_t key, struct iw_mr_int *mr, int access, uint64_t addr, uint64_t length)
+{
+	struct iw_stag_slot *s;
+	int ret = bind_args_ok(req, mw, key, access, length);
+
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&t->lock);
+	s = slot_of(t, &mw->win);
+	if (!s || (atomic_load(&s->word) & W_VALID))
+		ret = -EINVAL; /* gone, or still bound: invalidate first */
+	else
+		ret = bind_target_ok(t, req->pd, mr, access, addr, length);
+	if (ret == 0) {
+		atomic_store(&mw->win.qp_num, req->qp_num);
+		iw_mem_hold(mr);
+		mw->mr = mr;
+		fastreg_write(&mw->win, key, access, addr, length,
+			      atomic_load(&mr->host) + (addr - atomic_load(&mr->iova)));
+		mw->pub.rkey = key;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+IW_EXPORT struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type)
+{
+	struct iw_mw_int *mw;
+	struct iw_mem_table *t;
+	int ret;
+
+	mw = obj_new(pd && type == IW_MW_TYPE_2, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	mw->win.pub.context = mw->pub.context = pd->context;
+	mw->win.pub.pd = mw->pub.pd = pd;
+	mw->win.window = true;
+	mw->pub.type = type;
+	t = &pd->context->mem;
+	pthread_mutex_lock(&t->lock);
+	ret = slot_insert(t, &mw->win, false);
+	pthread_mutex_unlock(&t->lock);
+	if (ret < 0) {
+		free(mw);
+		errno = -ret;
+		return NULL;
+	}
+	mw->pub.rkey = mw->win.pub.rkey;
+	mw->pub.handle = mw->win.pub.handle;
+	atomic_fetch_add(&pd->use, 1);
+	return &mw->pub;
+}
+
+IW_EXPORT int iw_dealloc_mw(struct iw_mw *pub)
+{
+	struct iw_mw_int *mw = (struct iw_mw_int *)pub;
+	int ret;
+
+	if (!pub)
+		return 0;
+	ret = unpublish(&mw->win);
+	if (ret)
+		return ret;
+	atomic_fetch_sub(&pub->pd->use, 1);
+	free(mw);
+	return 0;
+}
+
 /* ------------------------------------------------------------ public verbs */
 
 IW_EXPORT struct iw_pd *iw_alloc_pd(struct iw_context *ctx)
 {
-	struct iw_pd *pd;
+	struct iw_pd *pd = obj_new(ctx != NULL, sizeof(*pd));
 
-	if (!ctx) {
-		errno = EINVAL;
+	if (!pd)
 		return NULL;
-	}
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	pd->context = ctx;
 	pd->handle = atomic_fetch_add(&ctx->next_pd, 1) + 1; /* 0 is never a PD */
 	atomic_init(&pd->use, 0);
@@ -822,17 +969,28 @@ static int slot_remove(struct iw_mem_table *t, struct iw_mr_int *mr)
 	return 0;
 }
 
+/* Take an MR or a window out of the table (a bound window lets go of its
+ * MR); 0 or a positive errno. */
+static int unpublish(struct iw_mr_int *m)
+{
+	struct iw_mem_table *t = &m->pub.context->mem;
+	int ret;
+
+	pthread_mutex_lock(&t->lock);
+	ret = slot_remove(t, m);
+	if (ret == 0 && m->window)
+		unbind(m);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
 IW_EXPORT int iw_dereg_mr(struct iw_mr *pub)
 {
-	struct iw_mem_table *t;
 	int ret;
 
 	if (!pub)
 		return 0;
-	t = &pub->context->mem;
-	pthread_mutex_lock(&t->lock);
-	ret = slot_remove(t, iw_mr_int(pub));
-	pthread_mutex_unlock(&t->lock);
+	ret = unpublish(iw_mr_int(pub));
 	if (ret)
 		return ret;
 	atomic_fetch_sub(&pub->pd->use, 1);

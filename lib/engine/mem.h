@@ -49,6 +49,19 @@ struct iw_mr_int {
 	uint8_t *_Atomic host;     /* host address of the first octet */
 	bool fastreg;              /* created by iw_alloc_mr */
 	uint32_t max_num_sg;
+	/* A memory window is an iw_mr_int too (struct iw_mw_int.win): the
+	 * same slot, checks and references; only remote access, and for
+	 * type 2 only from the QP it is bound to. */
+	bool window;
+	_Atomic uint32_t qp_num;   /* type 2 window: the bound QP */
+};
+
+/* The library's memory window; the public struct iw_mw is its first
+ * member. */
+struct iw_mw_int {
+	struct iw_mw pub;
+	struct iw_mr_int win;      /* what the STag table sees */
+	struct iw_mr_int *mr;      /* bound to (a reference held), or NULL */
 };
 
 static inline struct iw_mr_int *iw_mr_int(struct iw_mr *mr)
@@ -156,7 +169,9 @@ void iw_mem_hold(struct iw_mr_int *mr);
 
 /* Invalidate stag under req->pd. remote: by a peer's Send with Invalidate (the
  * MR must allow remote access), else a LOCAL_INV WR. Only fast-reg MRs
- * (iw_alloc_mr) can be invalidated; an already invalid one succeeds again.
+ * (iw_alloc_mr) and windows can be invalidated (a type 2 window remotely
+ * only by the peer of the QP it is bound to; it then lets go of its MR);
+ * an already invalid one succeeds again.
  * Returns 0, or for the remote case a TERMINATE triple: RDMAP 0/2/0x09 for
  * an unknown or stale STag, 0/1/0x09 for another PD's MR or one that cannot
  * be invalidated (see mem.c); -EINVAL locally. A remote one refused for
@@ -176,6 +191,15 @@ int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_mem_req *req, uint
  * -EACCES (other PD). */
 int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_int *mr,
 		   uint32_t key, int access, uint64_t iova, uint64_t length, void *addr);
+
+/* A BIND_MW work request on the QP req names: bind window mw (type 2,
+ * invalid, of req->pd) to [addr, addr + length) of mr (VALID, of the same
+ * PD, with IW_ACCESS_MW_BIND) with remote rights access, under key (the
+ * whole STag: mw's index, the new key). The window holds a reference on
+ * mr until invalidated or freed. 0, -EINVAL (window or arguments), -EACCES
+ * (PD, MR lacks MW_BIND or the rights), -EFAULT (outside the MR). */
+int iw_mem_bind_mw(struct iw_mem_table *t, const struct iw_mem_req *req, struct iw_mw_int *mw,
+		   uint32_t key, struct iw_mr_int *mr, int access, uint64_t addr, uint64_t length);
 
 /* Access flag rule shared by reg_mr and fastreg: REMOTE_WRITE or
  * REMOTE_ATOMIC without LOCAL_WRITE, or unknown bits, are invalid. */

@@ -54,7 +54,8 @@ struct iw_swqe {
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint64_t compare_add, swap;
-	struct iw_mr_int *reg_mr; /* REG_MR */
+	struct iw_mr_int *reg_mr; /* REG_MR; BIND_MW: the MR bound to */
+	struct iw_mw_int *bind_mw; /* BIND_MW (reg_* carry the rest) */
 	uint32_t reg_key;
 	int reg_access;
 	uint64_t reg_iova, reg_len;

@@ -307,6 +307,9 @@ static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
 	int rc;
 	if (w->opcode == IW_WR_LOCAL_INV)
 		rc = iw_mem_invalidate(&qp->context->mem, &qp->mreq, w->imm_or_inv, false);
+	else if (w->opcode == IW_WR_BIND_MW)
+		rc = iw_mem_bind_mw(&qp->context->mem, &qp->mreq, w->bind_mw, w->reg_key, w->reg_mr,
+				    w->reg_access, w->reg_iova, w->reg_len);
 	else
 		rc = iw_mem_fastreg(&qp->context->mem, qp->pd, w->reg_mr, w->reg_key,
 				    w->reg_access, w->reg_iova, w->reg_len, w->reg_addr);
@@ -321,9 +324,11 @@ static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
 	}
 	if (!rc)
 		return true;
-	/* Refused by the MR's own rights: the WR's protection error. */
-	w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR
-				  : iw_term_wc_status(IW_TERM_RDMAP_CATASTROPHIC, false);
+	if (w->opcode == IW_WR_BIND_MW)
+		w->status = IW_WC_MW_BIND_ERR;
+	else /* refused by the MR's own rights: the WR's protection error */
+		w->status = rc == -EACCES ? IW_WC_LOC_PROT_ERR
+					  : iw_term_wc_status(IW_TERM_RDMAP_CATASTROPHIC, false);
 	w->vendor_err = IW_TERM_RDMAP_CATASTROPHIC;
 	iw_qp_terminate_locked(qp, IW_TERM_RDMAP_CATASTROPHIC, NULL,
 			       "a local work request failed");
@@ -448,7 +453,8 @@ static int emit_sq(struct iw_qp *qp)
 			return -EAGAIN;
 		if (is_read_like(w->opcode) && qp->orq_cnt >= qp->conn.ord)
 			return -EAGAIN;
-		if (w->opcode == IW_WR_LOCAL_INV || w->opcode == IW_WR_REG_MR) {
+		if (w->opcode == IW_WR_LOCAL_INV || w->opcode == IW_WR_REG_MR ||
+		    w->opcode == IW_WR_BIND_MW) {
 			bool ok = exec_local(qp, w);
 			qp->sq_next++;
 			iw_qp_complete_sq_locked(qp);

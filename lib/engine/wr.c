@@ -101,6 +101,26 @@ static int fill_payload(struct iw_swqe *w, struct iw_qp *qp, enum iw_mem_op op)
 	return 0;
 }
 
+/* The window and the MR are held until the WR completes, as REG_MR holds
+ * its MR; the bind itself is checked when it runs (iw_mem_bind_mw). */
+static int fill_bind_mw(struct iw_swqe *w, const struct iw_send_wr *wr)
+{
+	const struct iw_mw_bind_req *b = &wr->wr.bind_mw.bind_info;
+
+	if (!wr->wr.bind_mw.mw || !b->mr)
+		return EINVAL;
+	w->num_sge = 0;
+	w->bind_mw = (struct iw_mw_int *)wr->wr.bind_mw.mw;
+	iw_mem_hold(&w->bind_mw->win);
+	w->reg_mr = iw_mr_int(b->mr);
+	iw_mem_hold(w->reg_mr);
+	w->reg_key = wr->wr.bind_mw.rkey;
+	w->reg_access = (int)b->mw_access_flags;
+	w->reg_iova = b->addr;
+	w->reg_len = b->length;
+	return 0;
+}
+
 static int fill_by_opcode(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *wr)
 {
 	switch (wr->opcode) {
@@ -151,8 +171,9 @@ static int fill_by_opcode(struct iw_swqe *w, struct iw_qp *qp, const struct iw_s
 		w->reg_len = wr->reg.length;
 		w->reg_addr = wr->reg.addr;
 		return 0;
+	case IW_WR_BIND_MW:
+		return fill_bind_mw(w, wr);
 	default:
-		/* BIND_MW: memory windows are not implemented. */
 		return EINVAL;
 	}
 }
@@ -199,6 +220,10 @@ void iw_swqe_release(struct iw_swqe *w)
 	if (w->reg_mr) {
 		iw_mem_put(w->reg_mr);
 		w->reg_mr = NULL;
+	}
+	if (w->bind_mw) {
+		iw_mem_put(&w->bind_mw->win);
+		w->bind_mw = NULL;
 	}
 	if (w->inline_buf) {
 		free(w->inline_buf);
