@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# tools/iwarp-conform against tools/iwarp-ping -s -P on 127.0.0.1: every
+# case of the catalogue must PASS (none FAIL, DEVIATES or SKIP), the JSON
+# and JUnit reports must parse and agree with the run (tests/conform_check.py),
+# and the deviations file logic must hold: a quirk listed for a case that
+# passes turns it into a FAIL ("the peer changed").
+# Uses the programs of IW_BUILDDIR (set by `make check`; "." otherwise).
+set -u
+
+B=${IW_BUILDDIR:-.}
+S=${IW_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+CONFORM=$B/tools/iwarp-conform
+PING=$B/tools/iwarp-ping
+for p in "$CONFORM" "$PING"; do
+	[ -x "$p" ] || { echo "conform: $p not built" >&2; exit 1; }
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/iw_conform.XXXXXX") || exit 1
+SPID=
+cleanup() {
+	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+fail() {
+	echo "conform: FAIL: $*" >&2
+	for f in "$TMP"/*.out; do
+		[ -s "$f" ] && { echo "--- $f"; tail -n 40 "$f" | cut -c 1-200; } >&2
+	done
+	exit 1
+}
+
+# The server's handshake timeout is 2 s (--timeout 2): the cases that wait
+# for it (a stalled or absent Request) take that long.
+"$PING" -s -P -a 127.0.0.1 -p 0 -d -S 65536 --timeout 2 >"$TMP/server.out" 2>&1 &
+SPID=$!
+PORT=
+i=0
+while [ $i -lt 200 ] && [ -z "$PORT" ]; do
+	PORT=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$TMP/server.out")
+	[ -n "$PORT" ] || sleep 0.05
+	i=$((i + 1))
+done
+[ -n "$PORT" ] || fail "iwarp-ping -s did not start listening"
+
+LIMIT=120
+TO=
+command -v timeout >/dev/null 2>&1 && TO="timeout $LIMIT"
+
+$TO "$CONFORM" --peer-timeout 2000 --wait 2000 --size 65536 \
+	--json "$TMP/r.json" --junit "$TMP/r.xml" --markdown "$TMP/r.md" \
+	127.0.0.1 "$PORT" >"$TMP/run.out" 2>&1
+rc=$?
+cat "$TMP/run.out"
+[ $rc -eq 0 ] || fail "iwarp-conform exited $rc"
+grep -q '0 FAIL, 0 DEVIATES, 0 SKIP' "$TMP/run.out" || fail "not every case passed"
+python3 "$S/tests/conform_check.py" "$TMP/r.json" "$TMP/r.xml" "$TMP/r.md" ||
+	fail "the reports do not parse or disagree"
+echo "conform: catalogue against iwarp-ping -s: ok"
+
+# A quirk listed for a case that passes: the peer "changed", so FAIL; one
+# that matches the observed failure signature would be DEVIATES.
+printf '# test\n1.3 rejected | pretend quirk\n' >"$TMP/dev.txt"
+$TO "$CONFORM" --only 1.3 --deviations "$TMP/dev.txt" --json "$TMP/d.json" \
+	127.0.0.1 "$PORT" >"$TMP/dev.out" 2>&1
+[ $? -eq 1 ] || fail "a listed quirk that is gone did not fail the run"
+grep -q 'is gone' "$TMP/dev.out" || fail "no 'quirk is gone' message"
+echo "conform: a vanished quirk fails: ok"
+
+"$CONFORM" --list >"$TMP/list.out" || fail "--list"
+"$CONFORM" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "no peer should be a usage error (2)"
+echo "conform: command line: ok"

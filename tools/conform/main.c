@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * iwarp-conform: run the catalogue (or the cases whose id starts with
+ * --only) against HOST:PORT and report. Exit status: 0 if no case FAILs,
+ * 1 if one does, 2 on a usage error.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform.h"
+
+const char *cf_group_name(char g)
+{
+	switch (g) {
+	case '1': return "MPA, the peer as responder";
+	case '2': return "MPA, the peer as initiator";
+	case '3': return "data transfer (rping protocol)";
+	case '4': return "errors the wire can cause";
+	default: return "?";
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: iwarp-conform [options] HOST [PORT]\n"
+		"  --list             list the cases and exit\n"
+		"  --only=PREFIX      run the cases whose id starts with PREFIX (\"1.\", \"4.3\")\n"
+		"  --deviations=FILE  known peer quirks (ID OBSERVED | WHY per line)\n"
+		"  --peer-timeout=MS  the peer's MPA handshake timeout (default 12000)\n"
+		"  --wait=MS          how long to wait for any answer (default 2000)\n"
+		"  --size=N           the peer's rping buffer size, iwarp-ping -S (default 65536)\n"
+		"  --json=F --markdown=F --junit=F   write those reports\n"
+		"  -v                 print each case's evidence\n");
+}
+
+static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
+{
+	static const struct option lo[] = {
+		{"list", no_argument, NULL, 'l'}, {"only", required_argument, NULL, 'o'},
+		{"deviations", required_argument, NULL, 'd'},
+		{"peer-timeout", required_argument, NULL, 't'}, {"wait", required_argument, NULL, 'w'},
+		{"size", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
+		{"markdown", required_argument, NULL, 'm'}, {"junit", required_argument, NULL, 'x'},
+		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'l': *list = true; break;
+		case 'o': o->only = optarg; break;
+		case 'd': o->quirks = optarg; break;
+		case 't': o->peer_timeout_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'w': o->wait_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'S': o->size = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'j': o->json = optarg; break;
+		case 'm': o->md = optarg; break;
+		case 'x': o->junit = optarg; break;
+		case 'v': o->verbose = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: return -1;
+		}
+	}
+	if (optind < argc)
+		o->host = argv[optind++];
+	if (optind < argc)
+		o->port = argv[optind++];
+	return (o->host || *list) && optind == argc && o->wait_ms ? 0 : -1;
+}
+
+struct group {
+	const struct cf_case *c;
+	const size_t *n;
+};
+static const struct group groups[] = {
+	{cf_group1, &cf_group1_n}, {cf_group3, &cf_group3_n}, {cf_group4, &cf_group4_n}};
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
+static size_t select_cases(const struct cf_opts *o, struct cf_run *runs)
+{
+	size_t n = 0;
+
+	for (size_t g = 0; g < NGROUPS; g++)
+		for (size_t i = 0; i < *groups[g].n; i++) {
+			const struct cf_case *cs = &groups[g].c[i];
+
+			if (o->only && strncmp(cs->id, o->only, strlen(o->only)))
+				continue;
+			if (runs)
+				runs[n].cs = cs;
+			n++;
+		}
+	return n;
+}
+
+static void run_one(const struct cf_opts *o, struct cf_run *x, const struct cf_quirk *q, size_t nq)
+{
+	struct cf_ctx c = {o, &x->r};
+	uint64_t t0 = cf_now_ns();
+
+	x->r.v = CF_FAIL;
+	snprintf(x->r.detail, sizeof(x->r.detail), "the case gave no verdict");
+	x->cs->run(&c, x->cs->arg);
+	x->r.secs = (double)(cf_now_ns() - t0) / 1e9;
+	cf_quirks_apply(q, nq, x->cs, &x->r);
+}
+
+static int outputs(const struct cf_opts *o, const struct cf_run *runs, size_t n)
+{
+	int bad = 0;
+
+	cf_out_text(runs, n, o->verbose);
+	if (o->json && cf_out_json(o->json, runs, n, o))
+		bad = fprintf(stderr, "cannot write %s\n", o->json);
+	if (o->md && cf_out_md(o->md, runs, n, o))
+		bad = fprintf(stderr, "cannot write %s\n", o->md);
+	if (o->junit && cf_out_junit(o->junit, runs, n, o))
+		bad = fprintf(stderr, "cannot write %s\n", o->junit);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	struct cf_opts o = {.port = "7174", .peer_timeout_ms = 12000, .wait_ms = 2000,
+			    .size = 65536};
+	struct cf_quirk *q = NULL;
+	struct cf_run *runs;
+	size_t n, nq = 0, fails = 0;
+	bool list = false;
+
+	if (parse(argc, argv, &o, &list)) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (o.quirks && cf_quirks_load(o.quirks, &q, &nq)) {
+		fprintf(stderr, "cannot read %s\n", o.quirks);
+		return 2;
+	}
+	n = select_cases(&o, NULL);
+	runs = calloc(n ? n : 1, sizeof(*runs));
+	if (!runs)
+		return 1;
+	select_cases(&o, runs);
+	for (size_t i = 0; i < n; i++) {
+		if (list) {
+			printf("%-6s %-50s %s\n", runs[i].cs->id, runs[i].cs->name, runs[i].cs->rfc);
+			continue;
+		}
+		run_one(&o, &runs[i], q, nq);
+		fails += runs[i].r.v == CF_FAIL;
+	}
+	if (!list && outputs(&o, runs, n))
+		fails++;
+	for (size_t i = 0; i < n; i++)
+		cf_log_free(&runs[i].r.log);
+	free(runs);
+	free(q);
+	return fails ? 1 : 0;
+}

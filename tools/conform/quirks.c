@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Known peer quirks. A line of the deviations file is
+ *   <case id> <TAB or spaces> <observed signature> | <why, with evidence>
+ * (# starts a comment). A case that FAILs with exactly that signature is a
+ * DEVIATES; a listed case that now behaves otherwise FAILs, saying the
+ * peer's behaviour changed, so the file always matches the peer.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform.h"
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+static int parse_line(char *line, struct cf_quirk *q)
+{
+	char *s = trim(line), *bar, *sp;
+
+	if (!*s || *s == '#')
+		return 0;
+	sp = s + strcspn(s, " \t");
+	bar = strchr(s, '|');
+	if (!*sp || !bar || bar < sp)
+		return -1;
+	*sp = 0;
+	*bar = 0;
+	memset(q, 0, sizeof(*q));
+	snprintf(q->id, sizeof(q->id), "%s", s);
+	snprintf(q->observed, sizeof(q->observed), "%s", trim(sp + 1));
+	snprintf(q->why, sizeof(q->why), "%s", trim(bar + 1));
+	return 1;
+}
+
+int cf_quirks_load(const char *path, struct cf_quirk **out, size_t *n)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	unsigned lineno = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct cf_quirk q, *p;
+		int rc = parse_line(line, &q);
+
+		lineno++;
+		if (rc < 0) {
+			fprintf(stderr, "%s:%u: expected \"ID OBSERVED | WHY\"\n", path, lineno);
+			continue;
+		}
+		if (rc == 0 || !(p = realloc(*out, (*n + 1) * sizeof(*p))))
+			continue;
+		*out = p;
+		p[(*n)++] = q;
+	}
+	fclose(f);
+	return 0;
+}
+
+void cf_quirks_apply(const struct cf_quirk *q, size_t n, const struct cf_case *cs,
+		     struct cf_result *r)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(q[i].id, cs->id))
+			continue;
+		if (r->v == CF_FAIL && !strcmp(q[i].observed, r->observed)) {
+			r->v = CF_DEVIATES;
+			cf_log_add(&r->log, "known quirk: %s", q[i].why);
+			snprintf(r->detail, sizeof(r->detail), "known quirk: %s", q[i].why);
+		} else if (r->v != CF_SKIP) {
+			cf_log_add(&r->log, "listed quirk \"%s\" not seen: the peer changed (now \"%s\")",
+				   q[i].observed, r->observed);
+			r->v = CF_FAIL;
+			snprintf(r->detail, sizeof(r->detail),
+				 "the listed quirk \"%s\" is gone; now \"%s\"", q[i].observed,
+				 r->observed);
+		}
+		return;
+	}
+}

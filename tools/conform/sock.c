@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The raw TCP connection to the peer. Nagle is off so that each send() is
+ * its own segment: the segmentation cases rely on it. Every wait has a
+ * deadline; a peer that closes is recorded as FIN or RST.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conform.h"
+
+uint64_t cf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *cf_io_str(int rc)
+{
+	switch (rc) {
+	case CF_IO_OK: return "ok";
+	case CF_IO_CLOSED: return "closed";
+	case CF_IO_TIMEOUT: return "timed out";
+	default: return "error";
+	}
+}
+
+int cf_connect(struct cf_conn *k, struct cf_ctx *c)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+	int one = 1, rc;
+
+	memset(k, 0, offsetof(struct cf_conn, in));
+	k->c = c;
+	k->fd = -1;
+	k->in_len = 0;
+	k->eof = k->reset = false;
+	memset(k->msn, 0, sizeof(k->msn));
+	rc = getaddrinfo(c->o->host, c->o->port, &hints, &ai);
+	if (rc) {
+		cf_log_add(&c->r->log, "resolve %s: %s", c->o->host, gai_strerror(rc));
+		return -1;
+	}
+	k->fd = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (k->fd < 0 || connect(k->fd, ai->ai_addr, ai->ai_addrlen)) {
+		cf_log_add(&c->r->log, "connect %s:%s: %s", c->o->host, c->o->port, strerror(errno));
+		freeaddrinfo(ai);
+		cf_close(k);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+void cf_close(struct cf_conn *k)
+{
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+}
+
+int cf_send(struct cf_conn *k, const uint8_t *p, size_t n, size_t seg)
+{
+	size_t piece = seg ? seg : n;
+
+	cf_log_hex(&k->c->r->log, "tx", p, n);
+	if (seg && seg < n)
+		cf_log_add(&k->c->r->log, "   (sent %zu octets per segment)", seg);
+	while (n) {
+		size_t want = n < piece ? n : piece;
+		ssize_t w = send(k->fd, p, want, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			cf_log_add(&k->c->r->log, "send: %s", strerror(errno));
+			return CF_IO_ERR;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int ms_left(uint64_t deadline)
+{
+	uint64_t now = cf_now_ns();
+
+	return deadline <= now ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+int cf_fill(struct cf_conn *k, uint64_t deadline_ns)
+{
+	struct pollfd p = {.fd = k->fd, .events = POLLIN};
+	ssize_t n;
+
+	if (k->eof || k->reset)
+		return CF_IO_CLOSED;
+	if (k->in_len == sizeof(k->in))
+		return CF_IO_ERR;
+	for (;;) {
+		int rc = poll(&p, 1, ms_left(deadline_ns));
+
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc == 0)
+			return CF_IO_TIMEOUT;
+		break;
+	}
+	n = recv(k->fd, k->in + k->in_len, sizeof(k->in) - k->in_len, 0);
+	if (n > 0) {
+		k->in_len += (size_t)n;
+		return CF_IO_OK;
+	}
+	if (n == 0) {
+		k->eof = true;
+		cf_log_add(&k->c->r->log, "rx FIN (the peer closed)");
+	} else {
+		k->reset = true;
+		cf_log_add(&k->c->r->log, "rx reset: %s", strerror(errno));
+	}
+	return CF_IO_CLOSED;
+}
+
+int cf_wait_close(struct cf_conn *k, unsigned ms)
+{
+	uint64_t deadline = cf_now_ns() + (uint64_t)ms * 1000000u;
+
+	for (;;) {
+		int rc = cf_fill(k, deadline);
+
+		if (rc == CF_IO_CLOSED || rc == CF_IO_TIMEOUT)
+			return rc;
+		if (rc == CF_IO_ERR)
+			k->in_len = 0; /* drop what a closing peer still sends */
+	}
+}
