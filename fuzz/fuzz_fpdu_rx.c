@@ -53,7 +53,7 @@ struct run {
 	struct iw_fpdu_rx rx;
 };
 
-static void mix(uint64_t *h, const void *p, size_t n)
+FUZZ_HARNESS static void mix(uint64_t *h, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
@@ -63,12 +63,12 @@ static void mix(uint64_t *h, const void *p, size_t n)
 		*h = (*h ^ b[i]) * 0x100000001b3ull;
 }
 
-static void mix_u32(uint64_t *h, uint32_t v)
+FUZZ_HARNESS static void mix_u32(uint64_t *h, uint32_t v)
 {
 	mix(h, &v, sizeof(v));
 }
 
-static uint32_t next_rand(uint32_t *s)
+FUZZ_HARNESS static uint32_t next_rand(uint32_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 17;
@@ -76,25 +76,25 @@ static uint32_t next_rand(uint32_t *s)
 	return *s;
 }
 
-static uint32_t eff_max(const struct settings *set)
+FUZZ_HARNESS static uint32_t eff_max(const struct settings *set)
 {
 	return set->max_ulpdu ? set->max_ulpdu : IW_MPA_ULPDU_MAX;
 }
 
 /* Octets from stream offset s to the next marker (0 if one starts at s). */
-static uint32_t to_marker(uint32_t s)
+FUZZ_HARNESS static uint32_t to_marker(uint32_t s)
 {
 	return (0u - s) & (IW_MPA_MARKER_INTERVAL - 1);
 }
 
-static uint32_t stream_at(const struct run *r, size_t pos)
+FUZZ_HARNESS static uint32_t stream_at(const struct run *r, size_t pos)
 {
 	return r->set->stream_off + (uint32_t)pos;
 }
 
 /* Payload octets handed out (as events or for direct placement) lie in the
  * current segment, in order, and never include a marker. */
-static void take_payload(struct run *r, const uint8_t *p, size_t n, uint32_t off)
+FUZZ_HARNESS static void take_payload(struct run *r, const uint8_t *p, size_t n, uint32_t off)
 {
 	CHECK(r->in_seg);
 	CHECK(n > 0);
@@ -107,7 +107,7 @@ static void take_payload(struct run *r, const uint8_t *p, size_t n, uint32_t off
 	mix(&r->digest, p, n);
 }
 
-static void check_hdr(struct run *r, const struct iw_ddp_seg *seg)
+FUZZ_HARNESS static void check_hdr(struct run *r, const struct iw_ddp_seg *seg)
 {
 	struct iw_ddp_hdr h;
 	enum iw_wire_err why = IW_WERR_NONE;
@@ -139,7 +139,7 @@ static void check_hdr(struct run *r, const struct iw_ddp_seg *seg)
  * of every octet from the FPDU's start (leading marker included) to its CRC
  * field, computed here in one piece. Skipped when a marker sits in the CRC
  * field (only possible with a stream offset that is not 4-aligned). */
-static void check_crc(const struct run *r, const struct iw_ddp_seg *seg)
+FUZZ_HARNESS static void check_crc(const struct run *r, const struct iw_ddp_seg *seg)
 {
 	size_t start = seg->fpdu_off - r->set->stream_off;
 	uint32_t crc_at = stream_at(r, r->pos - IW_MPA_CRC_LEN);
@@ -153,7 +153,7 @@ static void check_crc(const struct run *r, const struct iw_ddp_seg *seg)
 	CHECK(iw_crc32c(r->buf + start, r->pos - IW_MPA_CRC_LEN - start) == seg->crc);
 }
 
-static void check_end(struct run *r, const struct iw_ddp_seg *seg)
+FUZZ_HARNESS static void check_end(struct run *r, const struct iw_ddp_seg *seg)
 {
 	CHECK(r->in_seg);
 	CHECK(r->payload_next == r->payload_len);
@@ -164,7 +164,7 @@ static void check_end(struct run *r, const struct iw_ddp_seg *seg)
 	mix_u32(&r->digest, seg->crc);
 }
 
-static void on_event(struct run *r, const struct iw_rx_event *ev)
+FUZZ_HARNESS static void on_event(struct run *r, const struct iw_rx_event *ev)
 {
 	CHECK(ev->seg != NULL);
 	switch (ev->kind) {
@@ -183,7 +183,7 @@ static void on_event(struct run *r, const struct iw_rx_event *ev)
 }
 
 /* An error: the reason is set, and asking again changes nothing. */
-static void check_error(struct run *r, int rc, const uint8_t *in, size_t n)
+FUZZ_HARNESS static void check_error(struct run *r, int rc, const uint8_t *in, size_t n)
 {
 	struct iw_rx_event ev;
 	enum iw_wire_err err = r->rx.err;
@@ -205,7 +205,7 @@ static void check_error(struct run *r, int rc, const uint8_t *in, size_t n)
 
 /* Direct placement while the decoder allows it: take up to the allowed
  * length from the chunk as if it had been received into its destination. */
-static size_t place_direct(struct run *r, const uint8_t *in, size_t n)
+FUZZ_HARNESS static size_t place_direct(struct run *r, const uint8_t *in, size_t n)
 {
 	size_t allowed = iw_fpdu_rx_direct_len(&r->rx);
 	size_t k;
@@ -229,7 +229,7 @@ static size_t place_direct(struct run *r, const uint8_t *in, size_t n)
 }
 
 /* Feed one chunk until it is used up or the decoder fails. */
-static int feed(struct run *r, const uint8_t *in, size_t n)
+FUZZ_HARNESS static int feed(struct run *r, const uint8_t *in, size_t n)
 {
 	size_t calls = 0;
 
@@ -263,7 +263,7 @@ static int feed(struct run *r, const uint8_t *in, size_t n)
 	return 0;
 }
 
-static size_t chunk_len(struct run *r, size_t left, bool whole)
+FUZZ_HARNESS static size_t chunk_len(struct run *r, size_t left, bool whole)
 {
 	size_t c;
 
@@ -276,7 +276,7 @@ static size_t chunk_len(struct run *r, size_t left, bool whole)
 }
 
 /* Input over: a partial FPDU is IW_WERR_FPDU_TRUNCATED, else fine. */
-static void finish(struct run *r)
+FUZZ_HARNESS static void finish(struct run *r)
 {
 	int rc = iw_fpdu_rx_finish(&r->rx);
 
@@ -290,7 +290,7 @@ static void finish(struct run *r)
 	r->rc = rc;
 }
 
-static void decode(struct run *r, const struct settings *set, const uint8_t *buf, size_t len,
+FUZZ_HARNESS static void decode(struct run *r, const struct settings *set, const uint8_t *buf, size_t len,
 		   bool whole)
 {
 	unsigned flags = set->enforce_crc ? 0 : IW_RX_SKIP_CRC;
@@ -314,7 +314,7 @@ static void decode(struct run *r, const struct settings *set, const uint8_t *buf
 	finish(r);
 }
 
-static void read_settings(struct settings *s, const uint8_t *p)
+FUZZ_HARNESS static void read_settings(struct settings *s, const uint8_t *p)
 {
 	s->crc = p[0] & 1;
 	s->markers = p[0] & 2;
@@ -325,7 +325,7 @@ static void read_settings(struct settings *s, const uint8_t *p)
 	s->chunk_max = p[7];
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+FUZZ_HARNESS int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct run whole, chunked;
 	struct settings set;

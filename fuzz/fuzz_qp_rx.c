@@ -181,7 +181,7 @@ struct fz {
 
 static struct fz F;
 
-static uint32_t next_rand(void)
+FUZZ_HARNESS static uint32_t next_rand(void)
 {
 	uint32_t x = F.rng ? F.rng : 0x9E3779B9u;
 	x ^= x << 13;
@@ -193,7 +193,7 @@ static uint32_t next_rand(void)
 
 /* ------------------------------------------------------------ arena */
 
-static void arena_map(void)
+FUZZ_HARNESS static void arena_map(void)
 {
 	if (F.arena)
 		return;
@@ -206,23 +206,23 @@ static void arena_map(void)
 	F.arena = p;
 }
 
-static size_t arena_off(const uint8_t *p)
+FUZZ_HARNESS static size_t arena_off(const uint8_t *p)
 {
 	return (size_t)(p - F.arena);
 }
 
-static bool in_arena(const uint8_t *p, size_t n)
+FUZZ_HARNESS static bool in_arena(const uint8_t *p, size_t n)
 {
 	return p >= F.arena && n <= ARENA_SIZE && arena_off(p) <= ARENA_SIZE - n;
 }
 
-static void may_write(const uint8_t *p, size_t n)
+FUZZ_HARNESS static void may_write(const uint8_t *p, size_t n)
 {
 	CHECK(in_arena(p, n));
 	memset(F.wmask + arena_off(p), 1, n);
 }
 
-static bool writable(const uint8_t *p, size_t n)
+FUZZ_HARNESS static bool writable(const uint8_t *p, size_t n)
 {
 	if (!in_arena(p, n))
 		return false;
@@ -233,7 +233,7 @@ static bool writable(const uint8_t *p, size_t n)
 }
 
 /* Regions between canaries, each with its own pattern; canaries poisoned. */
-static void arena_reset(void)
+FUZZ_HARNESS static void arena_reset(void)
 {
 	size_t off = CANARY;
 
@@ -256,7 +256,7 @@ static void arena_reset(void)
 	ASAN_POISON_MEMORY_REGION(F.arena + off, ARENA_SIZE - off);
 }
 
-static void arena_check(void)
+FUZZ_HARNESS static void arena_check(void)
 {
 	ASAN_UNPOISON_MEMORY_REGION(F.arena, ARENA_SIZE);
 	for (size_t i = 0; i < ARENA_SIZE; i++)
@@ -264,7 +264,7 @@ static void arena_check(void)
 }
 
 /* An MR deregistered mid-stream: nothing may write its region any more. */
-static void freeze(int r)
+FUZZ_HARNESS static void freeze(int r)
 {
 	size_t o = arena_off(F.host[r]);
 
@@ -275,7 +275,7 @@ static void freeze(int r)
 /* ------------------------------------------------------------ tap */
 
 /* Our own output, decoded independently with the CRC enforced. */
-static void tap_seg(const struct iw_ddp_seg *s)
+FUZZ_HARNESS static void tap_seg(const struct iw_ddp_seg *s)
 {
 	struct tap *t = &F.tap;
 	unsigned op = iw_ddp_opcode(&s->ddp);
@@ -302,7 +302,7 @@ static void tap_seg(const struct iw_ddp_seg *s)
 	t->nseg++;
 }
 
-static void tap_feed(const uint8_t *p, size_t n)
+FUZZ_HARNESS static void tap_feed(const uint8_t *p, size_t n)
 {
 	while (n) {
 		struct iw_rx_event ev;
@@ -323,14 +323,14 @@ static void tap_feed(const uint8_t *p, size_t n)
 
 /* ------------------------------------------------------------ engine I/O */
 
-static void take_events(void)
+FUZZ_HARNESS static void take_events(void)
 {
 	F.events |= iw_qp_take_events(F.qp);
 }
 
 /* Write out what the QP has queued: all of it, or (partial) one random
  * prefix per call. */
-static void drain_tx(bool all)
+FUZZ_HARNESS static void drain_tx(bool all)
 {
 	static struct iovec iov[IW_TXQ_IOV];
 
@@ -368,7 +368,7 @@ static void drain_tx(bool all)
 
 /* ------------------------------------------------------------ posting */
 
-static struct iw_sge sge_at(int r, uint32_t off, uint32_t len)
+FUZZ_HARNESS static struct iw_sge sge_at(int r, uint32_t off, uint32_t len)
 {
 	struct iw_sge s = {
 		.addr = (uintptr_t)(F.host[r] + off),
@@ -380,7 +380,7 @@ static struct iw_sge sge_at(int r, uint32_t off, uint32_t len)
 	return s;
 }
 
-static uint64_t new_id(enum wr_kind k)
+FUZZ_HARNESS static uint64_t new_id(enum wr_kind k)
 {
 	uint64_t id = F.next_id++;
 
@@ -389,7 +389,7 @@ static uint64_t new_id(enum wr_kind k)
 	return id;
 }
 
-static void post_recv_def(int d)
+FUZZ_HARNESS static void post_recv_def(int d)
 {
 	struct iw_sge sg[3];
 	struct iw_recv_wr wr = {.sg_list = sg, .num_sge = recv_nsge[d]};
@@ -421,7 +421,7 @@ static void post_recv_def(int d)
 		may_write((uint8_t *)(uintptr_t)sg[i].addr, sg[i].length);
 }
 
-static bool post_send(struct iw_send_wr *wr)
+FUZZ_HARNESS static bool post_send(struct iw_send_wr *wr)
 {
 	struct iw_send_wr *bad = NULL;
 	int rc;
@@ -442,7 +442,7 @@ static bool post_send(struct iw_send_wr *wr)
 	return true;
 }
 
-static struct iw_send_wr wr_of(enum iw_wr_opcode op, unsigned flags, struct iw_sge *sg, int n)
+FUZZ_HARNESS static struct iw_send_wr wr_of(enum iw_wr_opcode op, unsigned flags, struct iw_sge *sg, int n)
 {
 	struct iw_send_wr wr;
 
@@ -456,7 +456,7 @@ static struct iw_send_wr wr_of(enum iw_wr_opcode op, unsigned flags, struct iw_s
 	return wr;
 }
 
-static void post_reg(int r)
+FUZZ_HARNESS static void post_reg(int r)
 {
 	struct iw_send_wr wr = wr_of(IW_WR_REG_MR, 0, NULL, 0);
 
@@ -473,7 +473,7 @@ static void post_reg(int r)
 		may_write(F.host[r], defs[r].size);
 }
 
-static void post_read(int r, uint32_t off, uint32_t len, unsigned flags)
+FUZZ_HARNESS static void post_read(int r, uint32_t off, uint32_t len, unsigned flags)
 {
 	struct iw_sge sg = sge_at(r, off, len);
 	struct iw_send_wr wr = wr_of(IW_WR_RDMA_READ, flags, &sg, 1);
@@ -481,7 +481,7 @@ static void post_read(int r, uint32_t off, uint32_t len, unsigned flags)
 	post_send(&wr);
 }
 
-static void post_atomic(enum iw_wr_opcode op, uint32_t off)
+FUZZ_HARNESS static void post_atomic(enum iw_wr_opcode op, uint32_t off)
 {
 	struct iw_sge sg = sge_at(R_ARES, off, 8);
 	struct iw_send_wr wr = wr_of(op, 0, &sg, 1);
@@ -494,7 +494,7 @@ static void post_atomic(enum iw_wr_opcode op, uint32_t off)
 		may_write(F.host[R_ARES] + off, 8);
 }
 
-static void post_sends(uint8_t groups)
+FUZZ_HARNESS static void post_sends(uint8_t groups)
 {
 	static const uint8_t inl[16] = "inline payload!";
 	struct iw_sge sg[3];
@@ -564,7 +564,7 @@ static void post_sends(uint8_t groups)
 
 /* ------------------------------------------------------------ completions */
 
-static void on_wc(const struct iw_wc *wc, bool recv)
+FUZZ_HARNESS static void on_wc(const struct iw_wc *wc, bool recv)
 {
 	uint64_t id = wc->wr_id;
 
@@ -602,7 +602,7 @@ static void on_wc(const struct iw_wc *wc, bool recv)
 	}
 }
 
-static void poll_cqs(void)
+FUZZ_HARNESS static void poll_cqs(void)
 {
 	struct iw_wc wc[8];
 	int n;
@@ -617,7 +617,7 @@ static void poll_cqs(void)
 	CHECK(n == 0);
 }
 
-static void take_async(void)
+FUZZ_HARNESS static void take_async(void)
 {
 	struct iw_async_event ev;
 
@@ -652,14 +652,14 @@ static void take_async(void)
 
 /* ------------------------------------------------------------ actions */
 
-static void modify(enum iw_qp_state s)
+FUZZ_HARNESS static void modify(enum iw_qp_state s)
 {
 	struct iw_qp_attr a = {.qp_state = s};
 
 	iw_modify_qp(F.qp, &a, IW_QP_STATE);
 }
 
-static void try_dereg_all(void)
+FUZZ_HARNESS static void try_dereg_all(void)
 {
 	for (int r = 0; r < NUM_REG; r++) {
 		if (!F.mr[r])
@@ -676,7 +676,7 @@ static void try_dereg_all(void)
 
 static void reconnect(void);
 
-static void act(void)
+FUZZ_HARNESS static void act(void)
 {
 	uint8_t a = F.set.act;
 
@@ -708,7 +708,7 @@ static void act(void)
 
 /* ------------------------------------------------------------ feeding */
 
-static size_t chunk_len(size_t left)
+FUZZ_HARNESS static size_t chunk_len(size_t left)
 {
 	size_t n = left;
 
@@ -730,7 +730,7 @@ static size_t chunk_len(size_t left)
 
 /* The glue's recv() straight into the destination the engine offers;
  * returns the octets placed. */
-static size_t feed_direct(const uint8_t *p, size_t left, bool *err_act)
+FUZZ_HARNESS static size_t feed_direct(const uint8_t *p, size_t left, bool *err_act)
 {
 	uint8_t *dst = NULL;
 	size_t d = iw_qp_rx_direct(F.qp, &dst);
@@ -753,7 +753,7 @@ static size_t feed_direct(const uint8_t *p, size_t left, bool *err_act)
 	return k;
 }
 
-static void feed(const uint8_t *data, size_t len)
+FUZZ_HARNESS static void feed(const uint8_t *data, size_t len)
 {
 	size_t pos = 0, act_pos = len * F.set.act_at / 256;
 	bool acted = !F.set.act, err_act = F.set.act & 32;
@@ -787,7 +787,7 @@ static void feed(const uint8_t *data, size_t len)
 
 /* ------------------------------------------------------------ setup */
 
-static void read_settings(struct settings *s, const uint8_t *p)
+FUZZ_HARNESS static void read_settings(struct settings *s, const uint8_t *p)
 {
 	static const uint8_t rtrs[4] = {0, IW_RTR_SEND, IW_RTR_WRITE, IW_RTR_READ};
 
@@ -818,7 +818,7 @@ static void read_settings(struct settings *s, const uint8_t *p)
 }
 
 /* Start the connection: a new stream each way from offset 0. */
-static void start(void)
+FUZZ_HARNESS static void start(void)
 {
 	const struct settings *s = &F.set;
 
@@ -833,7 +833,7 @@ static void start(void)
 	iw_fpdu_rx_init(&F.tap.rx, s->crc, s->mk_tx, 0, 0, s->tx_partial ? IW_RX_SKIP_CRC : 0);
 }
 
-static void setup(void)
+FUZZ_HARNESS static void setup(void)
 {
 	const struct settings *s = &F.set;
 
@@ -903,7 +903,7 @@ static void setup(void)
 }
 
 /* Every WR completed exactly once (SRQ WRs: or still in the SRQ). */
-static void check_all_done(void)
+FUZZ_HARNESS static void check_all_done(void)
 {
 	uint32_t in_srq = 0;
 
@@ -930,7 +930,7 @@ static void check_all_done(void)
 
 /* Write out everything queued and check the connection's output whole:
  * each error we detected sent exactly its TERMINATE. */
-static void settle(void)
+FUZZ_HARNESS static void settle(void)
 {
 	drain_tx(true);
 	poll_cqs();
@@ -945,7 +945,7 @@ static void settle(void)
 
 /* The connection closes: nothing more goes out, and everything posted
  * has completed. */
-static void lose_connection(void)
+FUZZ_HARNESS static void lose_connection(void)
 {
 	struct iovec iov[4];
 
@@ -959,7 +959,7 @@ static void lose_connection(void)
 
 /* The same QP on a new connection (RESET, INIT, new receives and sends):
  * the rest of the input is the new stream. */
-static void reconnect(void)
+FUZZ_HARNESS static void reconnect(void)
 {
 	struct iw_qp_attr a = {.qp_state = IW_QPS_RESET};
 
@@ -978,7 +978,7 @@ static void reconnect(void)
 	post_sends(F.set.groups & ~1);
 }
 
-static void teardown(void)
+FUZZ_HARNESS static void teardown(void)
 {
 	settle();
 	if (F.set.act & 128) {
@@ -1006,7 +1006,7 @@ static void teardown(void)
 	arena_check();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+FUZZ_HARNESS int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *arena;
 
