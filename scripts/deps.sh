@@ -12,6 +12,9 @@ if [ "${1:-}" = "--test" ]; then
 	# librdmacm-dev, libibverbs-dev: tests/interop/guest/bigping, built here
 	# and run in the interop guest on siw (the 1 MiB rping-protocol pings).
 	pkgs="$pkgs tshark clang valgrind groff-base librdmacm-dev libibverbs-dev"
+	# The unmodified programs the compat tests run under iwarp-run
+	# (tests/compat_*.sh); librdmacm-dev/libibverbs-dev also build compat/.
+	pkgs="$pkgs rdmacm-utils perftest fio qperf ibverbs-utils"
 	# The interop rig's host packages (qemu-system-x86, linux-headers for
 	# the guest's kernel ABI, tcpdump, cpio, kmod, iproute2) are not listed
 	# here: tests/interop/rig/build.sh installs them itself, only on

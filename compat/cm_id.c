@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* CM ids: create, destroy, bind, listen, move, options, addresses. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cm.h"
+
+struct cm_id *cm_id_new(struct cm_chan *ch, struct iw_cm_id *iw, void *context,
+			enum rdma_port_space ps)
+{
+	struct cm_id *id = calloc(1, sizeof(*id));
+
+	if (!id)
+		return NULL;
+	id->iw = iw;
+	id->chan = ch;
+	id->id = (struct rdma_cm_id){.verbs = cm_g.verbs, .channel = &ch->ch, .context = context,
+				     .ps = ps, .port_num = 1, .qp_type = IBV_QPT_RC};
+	return id;
+}
+
+CV_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out,
+			     void *context, enum rdma_port_space ps)
+{
+	if (!out)
+		return cm_ret(EINVAL);
+	if (!channel)
+		return cm_ret(EOPNOTSUPP); /* synchronous ids (rdma_create_ep) are not offered */
+	if (ps != RDMA_PS_TCP)
+		return cm_ret(EPROTONOSUPPORT); /* UDP and IPoIB port spaces: no UD over iWARP */
+	int err = cm_global_init();
+	struct cm_id *id = err ? NULL : cm_id_new(cm_chan_of(channel), NULL, context, ps);
+	if (!id)
+		return cm_ret(err ? err : ENOMEM);
+	err = iw_cm_create_id(cm_g.ich, &id->iw, id);
+	if (err) {
+		free(id);
+		return cm_ret(err);
+	}
+	pthread_mutex_lock(&cm_g.lock);
+	cm_register(id);
+	pthread_mutex_unlock(&cm_g.lock);
+	*out = &id->id;
+	return 0;
+}
+
+/* libiwarp refuses to destroy an id while an event of it is not acked: the
+ * dispatcher may hold one for a moment (it acks events of ids that are
+ * gone); events the application holds are its to ack first. */
+static int cm_iw_destroy(struct cm_id *id)
+{
+	struct timespec ms = {0, 1000000};
+
+	for (int i = 0; i < 2000; i++) {
+		int r = iw_cm_destroy_id(id->iw);
+		if (r != EBUSY)
+			return r;
+		nanosleep(&ms, NULL);
+	}
+	return EBUSY;
+}
+
+CV_EXPORT int rdma_destroy_id(struct rdma_cm_id *rid)
+{
+	if (!rid)
+		return cm_ret(EINVAL);
+	struct cm_id *id = cm_of(rid);
+	pthread_mutex_lock(&cm_g.lock);
+	int held = id->held;
+	if (!held) {
+		cm_unregister(id);
+		cm_purge(id->chan, id);
+	}
+	pthread_mutex_unlock(&cm_g.lock);
+	if (held)
+		return cm_ret(EBUSY);
+	cv_orphan_qp(rid->qp); /* libiwarp's QP goes with the id */
+	int err = cm_iw_destroy(id);
+	if (err)
+		return cm_ret(err);
+	cm_free_cqs(rid);
+	free(id);
+	return 0;
+}
+
+CV_EXPORT int rdma_bind_addr(struct rdma_cm_id *rid, struct sockaddr *addr)
+{
+	if (!rid || !addr)
+		return cm_ret(EINVAL);
+	struct cm_id *id = cm_of(rid);
+	int err = iw_cm_bind_addr(id->iw, addr);
+	if (err)
+		return cm_ret(err);
+	memcpy(&rid->route.addr.src_storage, addr,
+	       addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	return 0;
+}
+
+CV_EXPORT int rdma_listen(struct rdma_cm_id *rid, int backlog)
+{
+	if (!rid)
+		return cm_ret(EINVAL);
+	struct cm_id *id = cm_of(rid);
+	int err = iw_cm_listen(id->iw, backlog);
+	if (!err)
+		cm_sync_addrs(id);
+	return cm_ret(err);
+}
+
+CV_EXPORT int rdma_migrate_id(struct rdma_cm_id *rid, struct rdma_event_channel *channel)
+{
+	if (!rid)
+		return cm_ret(EINVAL);
+	if (!channel)
+		return cm_ret(EOPNOTSUPP); /* synchronous ids are not offered */
+	struct cm_id *id = cm_of(rid);
+	struct cm_chan *to = cm_chan_of(channel);
+	pthread_mutex_lock(&cm_g.lock);
+	int held = id->held;
+	if (!held && to != id->chan) {
+		/* Queued events move with the id, in their order. */
+		struct cm_chan *from = id->chan;
+		for (struct cm_event **p = &from->head; *p;) {
+			struct cm_event *e = *p;
+			if (e->owner != id) {
+				p = &e->next;
+				continue;
+			}
+			*p = e->next;
+			cm_enqueue(to, e);
+		}
+		cm_fix_tail(from);
+		id->chan = to;
+		rid->channel = channel;
+	}
+	pthread_mutex_unlock(&cm_g.lock);
+	return cm_ret(held ? EBUSY : 0);
+}
+
+CV_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+			      size_t optlen)
+{
+	if (!id || !optval || !optlen)
+		return cm_ret(EINVAL);
+	if (level != RDMA_OPTION_ID)
+		return cm_ret(ENOSYS); /* InfiniBand path records */
+	switch (optname) {
+	case RDMA_OPTION_ID_TOS:          /* the kernel's TCP picks it */
+	case RDMA_OPTION_ID_REUSEADDR:    /* listeners always reuse */
+	case RDMA_OPTION_ID_AFONLY:
+	case RDMA_OPTION_ID_ACK_TIMEOUT:  /* TCP retransmits */
+		return 0;
+	default:
+		return cm_ret(ENOSYS);
+	}
+}
+
+static __be16 cm_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)ss)->sin_port;
+	if (ss->ss_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)ss)->sin6_port;
+	return 0;
+}
+
+CV_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return id ? cm_port(&cm_of(id)->iw->local_addr) : 0;
+}
+
+CV_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return id ? cm_port(&cm_of(id)->iw->peer_addr) : 0;
+}
+
+CV_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	int err = cm_global_init();
+	struct ibv_context **list = err ? NULL : calloc(2, sizeof(*list));
+
+	if (!list) {
+		errno = err ? err : ENOMEM;
+		return NULL;
+	}
+	list[0] = cm_g.verbs;
+	if (num_devices)
+		*num_devices = 1;
+	return list;
+}
+
+CV_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}

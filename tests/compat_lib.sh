@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Sourced by tests/compat_*.sh: the build's drop-in libraries and iwarp-run,
+# free ports on 127.0.0.1, waiting for a listener, skipping (exit 77) with
+# the reason when a needed program is missing.
+
+B=${IW_BUILDDIR:-.}
+RUN=$B/tools/iwarp-run
+# The uninstalled libraries: ours first (iwarp-run), libiwarp.so.0 next.
+IWARP_COMPAT_DIR=$B/compat/.libs
+export IWARP_COMPAT_DIR
+LD_LIBRARY_PATH="$B/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+need() {
+	for p in "$@"; do
+		command -v "$p" >/dev/null 2>&1 || skip "$p not installed (scripts/deps.sh --test)"
+	done
+}
+
+[ -x "$RUN" ] && [ -e "$IWARP_COMPAT_DIR/libibverbs.so.1" ] ||
+	skip "compat libraries not built (configure found no librdmacm-dev/libibverbs-dev)"
+
+# A TCP port nobody listens on now (the kernel's pick, released).
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Wait (5 s at most) until something listens on 127.0.0.1:$1.
+wait_listen() {
+	i=0
+	while [ $i -lt 100 ]; do
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "nothing listens on port $1 after 5 s" >&2
+	return 1
+}
+
+# Wait (limit $2 s) for background PID $1; kill it when it overruns.
+# Returns its exit status (124 after a kill).
+wait_pid() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		if [ $i -ge $(($2 * 20)) ]; then
+			kill -9 "$1" 2>/dev/null
+			wait "$1" 2>/dev/null
+			return 124
+		fi
+		sleep 0.05
+		i=$((i + 1))
+	done
+	wait "$1"
+}
