@@ -13,8 +13,10 @@
 #    against iwarp-perf --server, iwarp-perf client against a perftest
 #    server under iwarp-run), write_lat and send_lat one role each.
 # make check runs a quick subset (ib_write_bw -a, ib_read_bw -a,
-# ib_send_lat -s 64, iwarp-perf crossed with ib_write_bw both roles); the
-# whole matrix with COMPAT_PERFTEST_FULL=1 (minutes on a loaded machine).
+# iwarp-perf crossed with ib_write_bw both roles); the whole matrix with
+# COMPAT_PERFTEST_FULL=1 (minutes on a loaded machine). The latency tools
+# make their second connection 0.15 s after the first, which a loaded
+# server often misses (see pair): they run only in the whole matrix.
 # A pair passes when both ends exit 0 and the client printed its result row
 # for the last size (no figure is judged: the machine is shared). Most of
 # the time is perftest's own (a 1 s sleep and its clock calibration).
@@ -86,7 +88,7 @@ for tool in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_l
 done
 full=${COMPAT_PERFTEST_FULL:-0}
 bw="ib_write_bw ib_read_bw"
-lat="ib_send_lat"
+lat=""
 sizes=64
 [ "$full" = 1 ] && bw="$bw ib_send_bw" && lat="ib_write_lat ib_read_lat ib_send_lat" && sizes="64 65536"
 for tool in $bw; do
