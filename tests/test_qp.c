@@ -2498,6 +2498,15 @@ static void a_too_long(struct hfix *f)
 	host_untagged(&f->h, IW_OP_SEND, d, sizeof(d));
 }
 
+/* A Send whose MO lies past the 64-octet receive: invalid MO, not too long. */
+static void a_mo_beyond(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[4];
+	fill(d, sizeof(d), 5);
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 1, 100, true);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+}
+
 /* Two segments, the second runs past the 64-octet receive. */
 static void a_too_long_seg(struct hfix *f)
 {
@@ -2791,6 +2800,8 @@ static const struct hcase hcases[] = {
 	{"MSN out of range", HF_ALL, a_msn_range, IW_TERM_DDP_U_MSN_RANGE, IW_EVENT_QP_REQ_ERR,
 	 COPY_DDP, 0, 0},
 	{"message too long", HF_ALL, a_too_long, IW_TERM_DDP_U_TOO_LONG, IW_EVENT_QP_REQ_ERR,
+	 COPY_DDP, IW_WC_LOC_LEN_ERR, 0},
+	{"MO past the receive", HF_ALL, a_mo_beyond, IW_TERM_DDP_U_INV_MO, IW_EVENT_QP_REQ_ERR,
 	 COPY_DDP, IW_WC_LOC_LEN_ERR, 0},
 	{"message too long, 2nd segment", HF_ALL, a_too_long_seg, IW_TERM_DDP_U_TOO_LONG,
 	 IW_EVENT_QP_REQ_ERR, COPY_DDP, IW_WC_LOC_LEN_ERR, 0},

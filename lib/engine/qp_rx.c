@@ -162,6 +162,10 @@ static uint16_t hdr_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned 
 		if (t)
 			return t;
 	}
+	/* A segment that starts outside the buffer has a bad MO (RFC 5041
+	 * 7.2, 0x04); one that starts inside and runs past it is too long. */
+	if (s->ddp.mo > qp->in.rwqe->len)
+		return fault_rwqe(qp, IW_TERM_DDP_U_INV_MO);
 	if ((uint64_t)s->ddp.mo + s->payload_len > qp->in.rwqe->len)
 		return fault_rwqe(qp, IW_TERM_DDP_U_TOO_LONG);
 	qp->in.mo = s->ddp.mo;

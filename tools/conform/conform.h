@@ -183,4 +183,15 @@ int cf_out_md(const char *path, const struct cf_run *runs, size_t n, const struc
 int cf_out_json(const char *path, const struct cf_run *runs, size_t n, const struct cf_opts *o);
 int cf_out_junit(const char *path, const struct cf_run *runs, size_t n, const struct cf_opts *o);
 
+
+
+/* ------------------------------------------------------------ rping */
+
+#define CF_OUR_STAG 0x00C0FF01u
+/* Send (op) of n octets on QN 0 with the next MSN. */
+int cf_send_msg(struct cf_conn *k, unsigned op, const uint8_t *p, size_t n, size_t seg);
+/* The next segment with opcode op, others skipped. */
+int cf_await_op(struct cf_conn *k, struct cf_seg *g, unsigned op, unsigned ms);
+/* Advertise len octets at CF_OUR_STAG and read the peer's Read Request. */
+int cf_learn_sink(struct cf_conn *k, struct iw_read_req *rr, uint32_t len);
 #endif
