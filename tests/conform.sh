@@ -6,6 +6,7 @@
 # CRC-off data cases, which SKIP because that server asks for CRC and PASS
 # in a second run against a server started with --no-crc; the JSON
 # and JUnit reports must parse and agree with the run (tests/conform_check.py),
+# each case must leave its capture (--pcap-dir),
 # and the deviations file logic must hold: a quirk listed for a case that
 # passes turns it into a FAIL ("the peer changed").
 # Uses the programs of IW_BUILDDIR (set by `make check`; "." otherwise).
@@ -60,7 +61,7 @@ TO=
 command -v timeout >/dev/null 2>&1 && TO="timeout $LIMIT"
 
 $TO "$CONFORM" --peer-timeout 2000 --wait 2000 --size 65536 \
-	--json "$TMP/r.json" --junit "$TMP/r.xml" --markdown "$TMP/r.md" \
+	--json "$TMP/r.json" --junit "$TMP/r.xml" --markdown "$TMP/r.md" --pcap-dir "$TMP" \
 	127.0.0.1 "$PORT" >"$TMP/run.out" 2>&1
 rc=$?
 cat "$TMP/run.out"
@@ -70,6 +71,15 @@ NOCRC=3.8,3.9,3.10,3.11,3.15
 python3 "$S/tests/conform_check.py" "$TMP/r.json" "$TMP/r.xml" "$TMP/r.md" "$NOCRC" ||
 	fail "a case did not pass, or the reports do not parse or disagree"
 echo "conform: catalogue against iwarp-ping -s: ok"
+# Every case connects, so every case has its capture: a classic pcap with
+# more than the handshake in it (24-octet file header, 3 SYN records).
+python3 - "$TMP" "$TMP/r.json" <<'PY' || fail "a case's capture is missing or empty"
+import json, os, sys
+for c in json.load(open(sys.argv[2]))["cases"]:
+    b = open(os.path.join(sys.argv[1], "case-%s.pcap" % c["id"]), "rb").read()
+    assert b[:4] == bytes.fromhex("d4c3b2a1") and len(b) > 24 + 3 * 70, c["id"]
+PY
+echo "conform: a capture per case: ok"
 
 # A quirk listed for a case that passes: the peer "changed", so FAIL; one
 # that matches the observed failure signature would be DEVIATES.

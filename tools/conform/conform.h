@@ -32,6 +32,7 @@ struct cf_opts {
 	const char *quirks;       /* deviations file */
 	const char *only;         /* case id prefix filter */
 	const char *json, *md, *junit; /* output paths */
+	const char *pcap_dir;     /* a capture per case there */
 	uint32_t size;            /* the peer's rping buffer size (iwarp-ping -S) */
 	bool verbose;
 };
@@ -48,6 +49,7 @@ struct cf_result {
 };
 
 struct cf_ctx {
+	const char *id; /* the case's */
 	const struct cf_opts *o;
 	struct cf_result *r;
 };
@@ -71,9 +73,11 @@ void cf_skip(struct cf_ctx *c, const char *fmt, ...) __attribute__((format(print
 
 enum cf_io { CF_IO_OK = 0, CF_IO_CLOSED = -1, CF_IO_TIMEOUT = -2, CF_IO_ERR = -3 };
 
+struct cf_pcap;
 struct cf_conn {
 	struct cf_ctx *c;
 	int fd;
+	struct cf_pcap *pcap; /* --pcap-dir */
 	uint8_t in[1 << 17];
 	size_t in_len;
 	bool eof, reset;
@@ -94,6 +98,13 @@ int cf_fill(struct cf_conn *k, uint64_t deadline_ns);
 int cf_wait_close(struct cf_conn *k, unsigned ms);
 uint64_t cf_now_ns(void);
 const char *cf_io_str(int rc);
+
+/* The case's capture (pcap.c): opened after connect, each send() and
+ * received piece, FIN/RST, closed with the connection. */
+void cf_pcap_open(struct cf_conn *k);
+void cf_pcap_data(struct cf_conn *k, bool from_peer, const uint8_t *d, size_t n);
+void cf_pcap_end(struct cf_conn *k, bool from_peer, bool reset);
+void cf_pcap_close(struct cf_conn *k);
 
 /* ------------------------------------------------------------ MPA */
 

@@ -34,6 +34,7 @@ static void usage(FILE *f)
 		"  --wait=MS          how long to wait for any answer (default 2000)\n"
 		"  --size=N           the peer's rping buffer size, iwarp-ping -S (default 65536)\n"
 		"  --json=F --markdown=F --junit=F   write those reports\n"
+		"  --pcap-dir=DIR     write each case's exchange to DIR/case-ID.pcap\n"
 		"  -v                 print each case's evidence\n");
 }
 
@@ -45,6 +46,7 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 		{"peer-timeout", required_argument, NULL, 't'}, {"wait", required_argument, NULL, 'w'},
 		{"size", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
 		{"markdown", required_argument, NULL, 'm'}, {"junit", required_argument, NULL, 'x'},
+		{"pcap-dir", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	int ch;
 
@@ -60,6 +62,7 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 		case 'm': o->md = optarg; break;
 		case 'x': o->junit = optarg; break;
 		case 'v': o->verbose = true; break;
+		case 'P': o->pcap_dir = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -98,7 +101,7 @@ static size_t select_cases(const struct cf_opts *o, struct cf_run *runs)
 
 static void run_one(const struct cf_opts *o, struct cf_run *x, const struct cf_quirk *q, size_t nq)
 {
-	struct cf_ctx c = {o, &x->r};
+	struct cf_ctx c = {x->cs->id, o, &x->r};
 	uint64_t t0 = cf_now_ns();
 
 	x->r.v = CF_FAIL;

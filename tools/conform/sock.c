@@ -42,6 +42,7 @@ int cf_connect(struct cf_conn *k, struct cf_ctx *c)
 
 	memset(k, 0, offsetof(struct cf_conn, in));
 	k->c = c;
+	k->pcap = NULL;
 	k->fd = -1;
 	k->in_len = 0;
 	k->eof = k->reset = false;
@@ -60,11 +61,13 @@ int cf_connect(struct cf_conn *k, struct cf_ctx *c)
 	}
 	freeaddrinfo(ai);
 	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	cf_pcap_open(k);
 	return 0;
 }
 
 void cf_close(struct cf_conn *k)
 {
+	cf_pcap_close(k);
 	if (k->fd >= 0)
 		close(k->fd);
 	k->fd = -1;
@@ -87,6 +90,7 @@ int cf_send(struct cf_conn *k, const uint8_t *p, size_t n, size_t seg)
 			cf_log_add(&k->c->r->log, "send: %s", strerror(errno));
 			return CF_IO_ERR;
 		}
+		cf_pcap_data(k, false, p, (size_t)w);
 		p += w;
 		n -= (size_t)w;
 	}
@@ -120,9 +124,11 @@ int cf_fill(struct cf_conn *k, uint64_t deadline_ns)
 	}
 	n = recv(k->fd, k->in + k->in_len, sizeof(k->in) - k->in_len, 0);
 	if (n > 0) {
+		cf_pcap_data(k, true, k->in + k->in_len, (size_t)n);
 		k->in_len += (size_t)n;
 		return CF_IO_OK;
 	}
+	cf_pcap_end(k, true, n < 0);
 	if (n == 0) {
 		k->eof = true;
 		cf_log_add(&k->c->r->log, "rx FIN (the peer closed)");
