@@ -4,6 +4,9 @@
  * application's own libevent loop, any number of connections sharing one
  * SRQ and one CQ, and per-I/O fast registration of the disk block an RDMA
  * READ lands in, so that no initiator can ever write to the disk on its own.
+ * (Memory windows do the same with one registration of the disk, made with
+ * IW_ACCESS_MW_BIND: iw_alloc_mw, then per I/O an IW_WR_BIND_MW on the
+ * connection's QP over the block, usable only by that QP's peer.)
  *
  *   blk_target [-a addr] [-p port] [-n connections] [-b blocks] [-i]
  *
