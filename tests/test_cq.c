@@ -836,11 +836,22 @@ static int drain(struct notify *nt)
 
 	while ((n = iw_poll_cq(nt->cq, 8, wc)) > 0) {
 		for (int i = 0; i < n; i++)
-			ck_assert_uint_eq(wc[i].wr_id, (uint64_t)nt->seen++);
+			ck_assert_uint_eq(wc[i].wr_id, (uint64_t)nt->seen + (uint64_t)i);
+		__atomic_store_n(&nt->seen, nt->seen + n, __ATOMIC_RELEASE);
 		got += n;
 	}
 	ck_assert_int_eq(n, 0);
 	return got;
+}
+
+#define NOTIFY_BATCH 64
+
+/* The producer's side of the hand-off: wait (bounded by the test's
+ * timeout) until the consumer has seen n completions. */
+static void wait_seen(struct notify *nt, int n)
+{
+	while (__atomic_load_n(&nt->seen, __ATOMIC_ACQUIRE) < n)
+		sched_yield();
 }
 
 static void *notify_consume(void *arg)
@@ -878,12 +889,18 @@ START_TEST(thread_waits_on_channel)
 	ck_assert_ptr_nonnull(nt.cq);
 	ck_assert_int_eq(pthread_create(&th, NULL, notify_consume, &nt), 0);
 	for (int i = 0; i < NOTIFY_TOTAL; i++) {
+		/* Each batch starts only once the consumer has taken every
+		 * completion before it, so it is asleep or about to be (a
+		 * fixed sleep here left it unscheduled on a loaded host). */
+		if (i % NOTIFY_BATCH == 0)
+			wait_seen(&nt, i);
 		push_ok(nt.cq, (uint64_t)i, false);
-		if (i % 64 == 0)
-			usleep(100); /* let the consumer catch up and sleep */
 	}
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(nt.seen, NOTIFY_TOTAL);
+	/* Batch 1 is pushed only after batch 0 was drained, so either an
+	 * arming was still pending then or it had fired: the wake-up path
+	 * ran at least once, however the threads were scheduled. */
 	ck_assert_uint_gt(nt.events, 0);
 	/* The last arming may have fired after the consumer's final drain. */
 	if (readable(nt.ch->fd)) {
