@@ -43,26 +43,32 @@ bad() {
 	done
 }
 
-# Start a server with the given options on a free port: sets PORT, SPID.
+# Start a server with the given options: sets PORT, SPID. It listens on
+# port 0 and PORT is the kernel's choice, read from its exact line
+# "iwarp-perf: listening on port N": a port the script picked could be in
+# use (the ephemeral range holds the local ports of every other test's
+# connections), and the server's error "listening on port N: Address already
+# in use" must not pass for readiness. Waits while the server lives, up to
+# LIMIT seconds (a loaded machine may take seconds to start it); fails at
+# once if it exits without listening.
 start_server() {
-	try=0
-	while [ $try -lt 20 ]; do
-		PORT=$((20000 + ($$ * 13 + try * 4099 + pass * 97) % 40000))
-		: >"$TMP/server.out"
-		$TO "$PERF" --server -p "$PORT" "$@" >"$TMP/server.out" 2>&1 &
-		SPID=$!
-		i=0
-		while [ $i -lt 200 ]; do
-			grep -q "listening on port" "$TMP/server.out" && return 0
-			kill -0 "$SPID" 2>/dev/null || break
-			sleep 0.05
-			i=$((i + 1))
-		done
-		kill "$SPID" 2>/dev/null
-		wait "$SPID" 2>/dev/null
-		SPID=
-		try=$((try + 1))
+	PORT=
+	: >"$TMP/server.out"
+	$TO "$PERF" --server -p 0 "$@" >"$TMP/server.out" 2>&1 &
+	SPID=$!
+	i=0
+	while [ $i -lt $((LIMIT * 20)) ]; do
+		alive=0
+		kill -0 "$SPID" 2>/dev/null && alive=1
+		PORT=$(sed -n 's/^iwarp-perf: listening on port \([0-9][0-9]*\)$/\1/p' "$TMP/server.out")
+		[ -n "$PORT" ] && return 0
+		[ $alive -eq 1 ] || break
+		sleep 0.05
+		i=$((i + 1))
 	done
+	kill "$SPID" 2>/dev/null
+	wait "$SPID" 2>/dev/null
+	SPID=
 	return 1
 }
 
@@ -184,6 +190,24 @@ for args in "--bogus" "-s 0" "-s 9m" "--test nope" "-n 5 -D 1" "--test write_lat
 		bad "usage error: $args exited $rc"
 	fi
 done
+
+# A port already taken: the second server exits 3 saying so, and prints no
+# line that start_server would take for readiness.
+if start_server --test write -n 100; then
+	$TO "$PERF" --server -p "$PORT" >"$TMP/client.out" 2>&1
+	rc=$?
+	if [ $rc -eq 3 ] && grep -q 'Address already in use' "$TMP/client.out" &&
+		! grep -q '^iwarp-perf: listening on port [0-9]*$' "$TMP/client.out"; then
+		ok "port in use: exit 3, not listening"
+	else
+		bad "port in use: exit $rc"
+	fi
+	kill "$SPID" 2>/dev/null
+	wait "$SPID" 2>/dev/null
+	SPID=
+else
+	bad "port in use: the first server never listened"
+fi
 
 # Nobody listening: exit 3, at once.
 start=$(date +%s)
