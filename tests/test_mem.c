@@ -414,6 +414,25 @@ static void remote_fixture_cleanup(struct remote_fixture *f)
 	ctx_cleanup(&f->ctx);
 }
 
+/* The STag a case aims at. Keys and slots are random, so plain arithmetic
+ * could carry into the next slot or land on another registration: a small
+ * delta changes the key octet alone (same slot, so surely a wrong key), a
+ * larger one moves the index on until no registered MR uses that slot. */
+static uint32_t case_stag(const struct remote_fixture *f, const struct iw_mr *mr, int64_t delta)
+{
+	uint32_t stag = mr->rkey;
+
+	if (delta > -256 && delta < 256)
+		return (stag & ~0xffu) | ((uint32_t)(stag + (uint32_t)delta) & 0xffu);
+	for (bool used = true; used;) {
+		stag += (uint32_t)delta;
+		used = false;
+		for (int i = 0; i <= MR_OTHER_PD; i++)
+			used |= (f->mr[i]->rkey >> 8) == (stag >> 8);
+	}
+	return stag;
+}
+
 START_TEST(remote_check_terminate_codes)
 {
 	const struct remote_case *c = &remote_cases[_i];
@@ -424,7 +443,7 @@ START_TEST(remote_check_terminate_codes)
 
 	remote_fixture_init(&f);
 	mr = f.mr[c->mr];
-	stag = (uint32_t)(mr->rkey + c->stag_delta);
+	stag = case_stag(&f, mr, c->stag_delta);
 	to = (uint64_t)(uintptr_t)region + (uint64_t)c->to_off;
 	ck_assert_msg(remote(&f.ctx, f.pd, stag, to, c->len, c->op, IW_MEM_BY_DDP) == c->ddp,
 		      "%s: DDP", c->name);
@@ -525,7 +544,7 @@ START_TEST(local_checks)
 	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RREAD]->lkey, base, 8, IW_MEM_READ_SINK), -EACCES);
 	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_RWRITE]->lkey, base, 8, IW_MEM_READ_SINK), 0);
 	/* Unknown, stale and foreign lkeys. */
-	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_ALL]->lkey + 1, base, 8, IW_MEM_LOCAL_READ),
+	ck_assert_int_eq(local(&f.ctx, f.pd, case_stag(&f, m[MR_ALL], 1), base, 8, IW_MEM_LOCAL_READ),
 			 -EINVAL);
 	ck_assert_int_eq(local(&f.ctx, f.pd, 0, base, 8, IW_MEM_LOCAL_READ), -EINVAL);
 	ck_assert_int_eq(local(&f.ctx, f.pd, m[MR_OTHER_PD]->lkey, base, 8, IW_MEM_LOCAL_READ),
