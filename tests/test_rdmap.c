@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "iwarp/wire.h"
+#include "engine/wr.h"
+#include "wire/opcode.h"
 #include "suites.h"
 
 /* read_request, octets 20..47 of the FPDU */
@@ -618,6 +620,37 @@ START_TEST(term_random_is_safe)
 }
 END_TEST
 
+/* The opcode tables (issue 12 part 4) are range-checked before they are
+ * indexed and agree with the public opcode calls. */
+START_TEST(opcode_tables)
+{
+	for (unsigned op = 0; op < 0x100; op++) {
+		const struct iw_opcode_info *o = iw_opcode_info(op);
+		ck_assert(!o == !iw_rdmap_opcode_valid(op));
+		if (!o) {
+			ck_assert(!iw_opcode_has(op, 0));
+			continue;
+		}
+		ck_assert((o->qn < 0) == iw_opcode_has(op, IW_OPF_TAGGED));
+		ck_assert_int_eq(o->qn, iw_rdmap_opcode_qn(op));
+		ck_assert_uint_eq(o->hdr_len, iw_rdmap_hdr_len(op));
+		ck_assert_str_eq(o->name, iw_rdmap_opcode_str(op));
+		/* Sends fill a receive; requests and invalidations are untagged. */
+		if (o->flags & IW_OPF_SEND)
+			ck_assert(o->flags & IW_OPF_RECV);
+		if (o->flags & (IW_OPF_REQUEST | IW_OPF_INV))
+			ck_assert(!(o->flags & IW_OPF_TAGGED));
+	}
+	ck_assert_ptr_null(iw_opcode_info(~0u));
+	ck_assert_ptr_null(iw_wr_info((enum iw_wr_opcode)0x1F));
+	ck_assert_ptr_null(iw_wr_info((enum iw_wr_opcode)0x21));
+	ck_assert_ptr_null(iw_wr_info((enum iw_wr_opcode)-1));
+	ck_assert_int_eq(iw_wr_info(IW_WR_REG_MR)->wc, IW_WC_REG_MR);
+	ck_assert(iw_wr_has(IW_WR_ATOMIC_FETCH_AND_ADD, IW_WRF_ORQ | IW_WRF_RFC7306));
+	ck_assert_uint_eq(iw_wr_info(IW_WR_SEND_WITH_INV)->op_se, IW_OP_SEND_SE_INV);
+}
+END_TEST
+
 Suite *suite_rdmap(void)
 {
 	Suite *s = suite_create("rdmap");
@@ -626,6 +659,7 @@ Suite *suite_rdmap(void)
 	tcase_add_test(tc, opcode_names);
 	tcase_add_test(tc, opcode_valid_and_tagged);
 	tcase_add_test(tc, opcode_qn_and_hdr_len);
+	tcase_add_test(tc, opcode_tables);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("read_req");

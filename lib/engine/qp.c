@@ -302,25 +302,8 @@ IW_EXPORT int iw_query_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_ma
 
 static enum iw_wc_opcode wc_opcode(enum iw_wr_opcode op)
 {
-	switch (op) {
-	case IW_WR_RDMA_WRITE:
-	case IW_WR_RDMA_WRITE_WITH_IMM:
-		return IW_WC_RDMA_WRITE;
-	case IW_WR_RDMA_READ:
-		return IW_WC_RDMA_READ;
-	case IW_WR_ATOMIC_CMP_AND_SWP:
-		return IW_WC_COMP_SWAP;
-	case IW_WR_ATOMIC_FETCH_AND_ADD:
-		return IW_WC_FETCH_ADD;
-	case IW_WR_LOCAL_INV:
-		return IW_WC_LOCAL_INV;
-	case IW_WR_REG_MR:
-		return IW_WC_REG_MR;
-	case IW_WR_BIND_MW:
-		return IW_WC_BIND_MW;
-	default:
-		return IW_WC_SEND;
-	}
+	const struct iw_wr_info *i = iw_wr_info(op);
+	return i ? i->wc : IW_WC_SEND;
 }
 
 static void complete_swqe(struct iw_qp *qp, struct iw_swqe *w)

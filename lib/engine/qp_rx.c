@@ -25,6 +25,7 @@
 #include "engine/qp.h"
 #include "engine/srq.h"
 #include "engine/wr.h"
+#include "wire/opcode.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -83,15 +84,9 @@ static void complete_rwqe(struct iw_qp *qp, enum iw_wc_opcode op, unsigned flags
 	qp->in.rwqe = NULL;
 }
 
-static bool op_rfc7306(unsigned op)
-{
-	return op >= IW_OP_IMM && op <= IW_OP_ATOMIC_RESP;
-}
-
 static bool op_send(unsigned op)
 {
-	return op == IW_OP_SEND || op == IW_OP_SEND_INV || op == IW_OP_SEND_SE ||
-	       op == IW_OP_SEND_SE_INV;
+	return iw_opcode_has(op, IW_OPF_SEND);
 }
 
 /* ------------------------------------------------------------ headers */
@@ -282,7 +277,7 @@ static uint16_t on_hdr(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	}
 	if (qp->rtr_wait)
 		return on_rtr(qp, s, op);
-	if (op_rfc7306(op) && !(qp->create_flags & IW_QP_CREATE_RFC7306))
+	if (iw_opcode_has(op, IW_OPF_RFC7306) && !(qp->create_flags & IW_QP_CREATE_RFC7306))
 		return IW_TERM_RDMAP_OPCODE; /* as siw and Chelsio answer them */
 	if (!op_send(op))
 		qp->in.op = op;
@@ -350,9 +345,9 @@ static uint16_t end_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned 
 	qp->rx_msn[IW_QN_SEND]++;
 	unsigned flags = 0;
 	uint32_t inv = 0;
-	if (op == IW_OP_SEND_SE || op == IW_OP_SEND_SE_INV)
+	if (iw_opcode_has(op, IW_OPF_SE))
 		flags |= IW_WC_SOLICITED;
-	if (op == IW_OP_SEND_INV || op == IW_OP_SEND_SE_INV) {
+	if (iw_opcode_has(op, IW_OPF_INV)) {
 		int t = iw_mem_invalidate(&qp->context->mem, &qp->mreq, s->ddp.inv_stag, true);
 		if (t)
 			return fault_rwqe(qp, (uint16_t)t);
@@ -370,7 +365,7 @@ static void end_imm(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
 	qp->rx_msn[IW_QN_SEND]++;
 	qp->in.msg_len = 0;
 	complete_rwqe(qp, IW_WC_RECV_RDMA_WITH_IMM,
-		      IW_WC_WITH_IMM | (op == IW_OP_IMM_SE ? IW_WC_SOLICITED : 0), imm, 0);
+		      IW_WC_WITH_IMM | (iw_opcode_has(op, IW_OPF_SE) ? IW_WC_SOLICITED : 0), imm, 0);
 }
 
 static void queue_irq(struct iw_qp *qp)
@@ -427,7 +422,7 @@ static struct iw_swqe *request_copied(struct iw_qp *qp, const struct iw_terminat
 		return NULL;
 	for (uint32_t i = 0; i < qp->orq_cnt; i++) {
 		struct iw_swqe *w = orq_entry(qp, i);
-		unsigned op = w->opcode == IW_WR_RDMA_READ ? IW_OP_READ_REQ : IW_OP_ATOMIC_REQ;
+		unsigned op = iw_wr_info(w->opcode)->op; /* a Read or atomic request */
 		if (w->req_msn == d.msn && (int)d.qn == iw_rdmap_opcode_qn(op))
 			return w;
 	}

@@ -293,8 +293,7 @@ static int emit_irq(struct iw_qp *qp)
 
 static bool is_read_like(enum iw_wr_opcode op)
 {
-	return op == IW_WR_RDMA_READ || op == IW_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IW_WR_ATOMIC_FETCH_AND_ADD;
+	return iw_wr_has(op, IW_WRF_ORQ);
 }
 
 /* Local operations execute when they reach the front, in order. One that
@@ -335,12 +334,11 @@ static bool exec_local(struct iw_qp *qp, struct iw_swqe *w)
 	return false;
 }
 
-static unsigned send_opcode(const struct iw_swqe *w)
+/* The RDMAP opcode of w's message, with SE when it asks (the table's). */
+static unsigned wire_opcode(const struct iw_swqe *w)
 {
-	bool se = w->flags & IW_SEND_SOLICITED;
-	if (w->opcode == IW_WR_SEND_WITH_INV)
-		return se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV;
-	return se ? IW_OP_SEND_SE : IW_OP_SEND;
+	const struct iw_wr_info *i = iw_wr_info(w->opcode);
+	return (w->flags & IW_SEND_SOLICITED) ? i->op_se : i->op;
 }
 
 static int emit_read_req(struct iw_qp *qp, struct iw_swqe *w, uint32_t idx)
@@ -403,7 +401,7 @@ static int emit_imm(struct iw_qp *qp, struct iw_swqe *w)
 /* One data segment (Send or Write) of w. */
 static int emit_data(struct iw_qp *qp, struct iw_swqe *w)
 {
-	bool tagged = w->opcode == IW_WR_RDMA_WRITE || w->opcode == IW_WR_RDMA_WRITE_WITH_IMM;
+	bool tagged = iw_wr_has(w->opcode, IW_WRF_TAGGED);
 	size_t hl = tagged ? IW_DDP_TAGGED_HDR_LEN : IW_DDP_UNTAGGED_HDR_LEN;
 	uint64_t chunk = w->len - w->sent;
 	uint32_t maxp = max_payload(qp, hl);
@@ -419,7 +417,7 @@ static int emit_data(struct iw_qp *qp, struct iw_swqe *w)
 		n = hdr_tagged(h, IW_OP_WRITE, last, stag, w->remote_addr + w->sent);
 	} else {
 		uint32_t inv = w->opcode == IW_WR_SEND_WITH_INV ? w->imm_or_inv : 0;
-		n = hdr_untagged(qp, h, send_opcode(w), last, (uint32_t)w->sent, inv);
+		n = hdr_untagged(qp, h, wire_opcode(w), last, (uint32_t)w->sent, inv);
 	}
 	struct iovec pay[IW_MAX_SGE];
 	int cnt = iw_swqe_gather(w, w->sent, chunk, pay, IW_MAX_SGE);
@@ -434,7 +432,7 @@ static int emit_data(struct iw_qp *qp, struct iw_swqe *w)
 
 static bool has_imm(const struct iw_swqe *w)
 {
-	return w->opcode == IW_WR_SEND_WITH_IMM || w->opcode == IW_WR_RDMA_WRITE_WITH_IMM;
+	return iw_wr_has(w->opcode, IW_WRF_IMM);
 }
 
 /* Advance the WQE at sq_next by one FPDU. -EAGAIN: blocked (no room, fence,
@@ -453,8 +451,7 @@ static int emit_sq(struct iw_qp *qp)
 			return -EAGAIN;
 		if (is_read_like(w->opcode) && qp->orq_cnt >= qp->conn.ord)
 			return -EAGAIN;
-		if (w->opcode == IW_WR_LOCAL_INV || w->opcode == IW_WR_REG_MR ||
-		    w->opcode == IW_WR_BIND_MW) {
+		if (iw_wr_has(w->opcode, IW_WRF_LOCAL)) {
 			bool ok = exec_local(qp, w);
 			qp->sq_next++;
 			iw_qp_complete_sq_locked(qp);

@@ -60,11 +60,31 @@ void iw_rwqe_release(struct iw_rwqe *w)
 	put_refs(w->sge_mr, w->num_sge);
 }
 
-/* Opcodes that only an RFC 7306 QP may post. */
-static bool op_rfc7306(enum iw_wr_opcode op)
+/* The send WR opcode facts (wr.h). */
+static const struct iw_wr_info wr_infos[] = {
+	[IW_WR_RDMA_WRITE] = {true, IW_WC_RDMA_WRITE, IW_OP_WRITE, IW_OP_WRITE, IW_WRF_TAGGED},
+	[IW_WR_RDMA_WRITE_WITH_IMM] = {true, IW_WC_RDMA_WRITE, IW_OP_WRITE, IW_OP_WRITE,
+				       IW_WRF_TAGGED | IW_WRF_IMM | IW_WRF_RFC7306},
+	[IW_WR_SEND] = {true, IW_WC_SEND, IW_OP_SEND, IW_OP_SEND_SE, 0},
+	/* no payload: one Immediate Data message */
+	[IW_WR_SEND_WITH_IMM] = {true, IW_WC_SEND, IW_OP_IMM, IW_OP_IMM_SE,
+				 IW_WRF_IMM | IW_WRF_RFC7306},
+	[IW_WR_RDMA_READ] = {true, IW_WC_RDMA_READ, IW_OP_READ_REQ, IW_OP_READ_REQ, IW_WRF_ORQ},
+	[IW_WR_ATOMIC_CMP_AND_SWP] = {true, IW_WC_COMP_SWAP, IW_OP_ATOMIC_REQ, IW_OP_ATOMIC_REQ,
+				      IW_WRF_ORQ | IW_WRF_RFC7306},
+	[IW_WR_ATOMIC_FETCH_AND_ADD] = {true, IW_WC_FETCH_ADD, IW_OP_ATOMIC_REQ,
+					IW_OP_ATOMIC_REQ, IW_WRF_ORQ | IW_WRF_RFC7306},
+	[IW_WR_LOCAL_INV] = {true, IW_WC_LOCAL_INV, 0, 0, IW_WRF_LOCAL},
+	[IW_WR_BIND_MW] = {true, IW_WC_BIND_MW, 0, 0, IW_WRF_LOCAL},
+	[IW_WR_SEND_WITH_INV] = {true, IW_WC_SEND, IW_OP_SEND_INV, IW_OP_SEND_SE_INV, 0},
+	[IW_WR_REG_MR] = {true, IW_WC_REG_MR, 0, 0, IW_WRF_LOCAL},
+};
+
+const struct iw_wr_info *iw_wr_info(enum iw_wr_opcode op)
 {
-	return op == IW_WR_RDMA_WRITE_WITH_IMM || op == IW_WR_SEND_WITH_IMM ||
-	       op == IW_WR_ATOMIC_CMP_AND_SWP || op == IW_WR_ATOMIC_FETCH_AND_ADD;
+	if ((unsigned)op >= sizeof(wr_infos) / sizeof(wr_infos[0]) || !wr_infos[op].valid)
+		return NULL;
+	return &wr_infos[op];
 }
 
 static int fill_inline(struct iw_swqe *w, const struct iw_qp *qp)
@@ -184,7 +204,7 @@ int iw_swqe_fill(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *w
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	if (op_rfc7306(wr->opcode) && !(qp->create_flags & IW_QP_CREATE_RFC7306))
+	if (iw_wr_has(wr->opcode, IW_WRF_RFC7306) && !(qp->create_flags & IW_QP_CREATE_RFC7306))
 		return EINVAL;
 	/* Reset everything but the out-of-line SGE arrays. */
 	struct iw_sge *sge = w->sge;

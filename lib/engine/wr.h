@@ -9,6 +9,30 @@
 
 #include "engine/qp.h"
 
+/* What each send WR opcode is: one row per enum iw_wr_opcode value in
+ * wr.c, so that intake, transmit and completion ask the table instead of
+ * keeping switches. iw_wr_info range-checks: NULL for a value with no
+ * row. */
+enum iw_wrf {
+	IW_WRF_RFC7306 = 1 << 0, /* only on IW_QP_CREATE_RFC7306 QPs */
+	IW_WRF_ORQ = 1 << 1,     /* a request the peer answers: ORD-limited, done at its response */
+	IW_WRF_LOCAL = 1 << 2,   /* runs here when it reaches the front: no FPDU */
+	IW_WRF_TAGGED = 1 << 3,  /* its data goes as tagged RDMA Write segments */
+	IW_WRF_IMM = 1 << 4,     /* ends with an RFC 7306 Immediate Data message */
+};
+struct iw_wr_info {
+	bool valid;
+	enum iw_wc_opcode wc; /* completion opcode */
+	uint8_t op, op_se;    /* RDMAP opcode of its message; with IW_SEND_SOLICITED */
+	uint8_t flags;        /* IW_WRF_* */
+};
+const struct iw_wr_info *iw_wr_info(enum iw_wr_opcode op);
+static inline bool iw_wr_has(enum iw_wr_opcode op, unsigned f)
+{
+	const struct iw_wr_info *i = iw_wr_info(op);
+	return i && (i->flags & f) == f;
+}
+
 /* Fill a receive WQE from wr (SGEs checked for LOCAL_WRITE under pd).
  * 0, EINVAL (too many SGEs, bad lkey/PD), EACCES, EFAULT. */
 int iw_rwqe_fill(struct iw_rwqe *w, struct iw_context *ctx, struct iw_pd *pd,

@@ -10,6 +10,7 @@
 
 #include "iwarp/wire.h"
 #include "wire/cursor.h"
+#include "wire/opcode.h"
 #include "base/visibility.h"
 
 IW_EXPORT int iw_ddp_hdr_build(uint8_t *out, size_t cap, const struct iw_ddp_hdr *h)
@@ -32,26 +33,6 @@ IW_EXPORT int iw_ddp_hdr_build(uint8_t *out, size_t cap, const struct iw_ddp_hdr
 	return w.failed ? -ENOSPC : (int)w.len;
 }
 
-/* Opcodes whose message is exactly one DDP segment (RFC 5040, RFC 7306). */
-static bool opcode_single_segment(unsigned opcode)
-{
-	switch (opcode) {
-	case IW_OP_READ_REQ:
-	case IW_OP_TERMINATE:
-	case IW_OP_IMM:
-	case IW_OP_IMM_SE:
-	case IW_OP_ATOMIC_REQ:
-	case IW_OP_ATOMIC_RESP:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static bool opcode_carries_inv_stag(unsigned opcode)
-{
-	return opcode == IW_OP_SEND_INV || opcode == IW_OP_SEND_SE_INV;
-}
 
 /*
  * The order of the checks matters because only the first failure is
@@ -78,7 +59,7 @@ static enum iw_wire_err ddp_hdr_check(const struct iw_ddp_hdr *h)
 		return IW_WERR_RDMAP_OPCODE;
 	if (!tagged && h->qn != (uint32_t)iw_rdmap_opcode_qn(opcode))
 		return IW_WERR_DDP_QN;
-	if (opcode_single_segment(opcode) && !iw_ddp_last(h))
+	if (iw_opcode_has(opcode, IW_OPF_SINGLE) && !iw_ddp_last(h))
 		return IW_WERR_RDMAP_NOT_LAST;
 	return IW_WERR_NONE;
 }
@@ -115,7 +96,7 @@ IW_EXPORT int iw_ddp_hdr_parse(struct iw_ddp_hdr *h, enum iw_wire_err *why, cons
 		iw_cur_u32(&c, &h->mo);
 		/* RsvdULP[8:39] is reserved (ignored) except for the two
 		 * invalidating Sends. */
-		if (opcode_carries_inv_stag(iw_ddp_opcode(h)))
+		if (iw_opcode_has(iw_ddp_opcode(h), IW_OPF_INV))
 			h->inv_stag = rsvd_ulp;
 	}
 

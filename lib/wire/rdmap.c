@@ -9,64 +9,68 @@
 
 #include "iwarp/wire.h"
 #include "wire/cursor.h"
+#include "wire/opcode.h"
 #include "base/visibility.h"
 
 /* ------------------------------------------------------------ opcodes */
 
-struct opcode_info {
-	const char *name;
-	int qn;         /* untagged queue, or -1 for tagged opcodes */
-	uint8_t hdr_len; /* fixed RDMAP header after the DDP header */
-};
+#define SEND_F (IW_OPF_SEND | IW_OPF_RECV)
+#define IMM_F (IW_OPF_SINGLE | IW_OPF_RECV | IW_OPF_RFC7306)
 
-static const struct opcode_info opcodes[] = {
-	[IW_OP_WRITE] = {"RDMA Write", -1, 0},
-	[IW_OP_READ_REQ] = {"RDMA Read Request", IW_QN_READ_REQ, IW_RDMAP_READ_REQ_LEN},
-	[IW_OP_READ_RESP] = {"RDMA Read Response", -1, 0},
-	[IW_OP_SEND] = {"Send", IW_QN_SEND, 0},
-	[IW_OP_SEND_INV] = {"Send with Invalidate", IW_QN_SEND, 0},
-	[IW_OP_SEND_SE] = {"Send with SE", IW_QN_SEND, 0},
-	[IW_OP_SEND_SE_INV] = {"Send with SE and Invalidate", IW_QN_SEND, 0},
-	[IW_OP_TERMINATE] = {"Terminate", IW_QN_TERMINATE, 0},
-	[IW_OP_IMM] = {"Immediate Data", IW_QN_SEND, IW_RDMAP_IMM_LEN},
-	[IW_OP_IMM_SE] = {"Immediate Data with SE", IW_QN_SEND, IW_RDMAP_IMM_LEN},
+/* The opcode facts (wire/opcode.h); nothing else keeps a list of opcodes. */
+static const struct iw_opcode_info opcodes[] = {
+	[IW_OP_WRITE] = {"RDMA Write", -1, 0, IW_OPF_TAGGED},
+	[IW_OP_READ_REQ] = {"RDMA Read Request", IW_QN_READ_REQ, IW_RDMAP_READ_REQ_LEN,
+			    IW_OPF_SINGLE | IW_OPF_REQUEST},
+	[IW_OP_READ_RESP] = {"RDMA Read Response", -1, 0, IW_OPF_TAGGED | IW_OPF_RESPONSE},
+	[IW_OP_SEND] = {"Send", IW_QN_SEND, 0, SEND_F},
+	[IW_OP_SEND_INV] = {"Send with Invalidate", IW_QN_SEND, 0, SEND_F | IW_OPF_INV},
+	[IW_OP_SEND_SE] = {"Send with SE", IW_QN_SEND, 0, SEND_F | IW_OPF_SE},
+	[IW_OP_SEND_SE_INV] = {"Send with SE and Invalidate", IW_QN_SEND, 0,
+			       SEND_F | IW_OPF_SE | IW_OPF_INV},
+	[IW_OP_TERMINATE] = {"Terminate", IW_QN_TERMINATE, 0, IW_OPF_SINGLE},
+	[IW_OP_IMM] = {"Immediate Data", IW_QN_SEND, IW_RDMAP_IMM_LEN, IMM_F},
+	[IW_OP_IMM_SE] = {"Immediate Data with SE", IW_QN_SEND, IW_RDMAP_IMM_LEN,
+			  IMM_F | IW_OPF_SE},
 	/* RFC 7306: atomic requests share the Read Request queue. */
-	[IW_OP_ATOMIC_REQ] = {"Atomic Request", IW_QN_READ_REQ, IW_RDMAP_ATOMIC_REQ_LEN},
-	[IW_OP_ATOMIC_RESP] = {"Atomic Response", IW_QN_ATOMIC_RESP, IW_RDMAP_ATOMIC_RESP_LEN},
+	[IW_OP_ATOMIC_REQ] = {"Atomic Request", IW_QN_READ_REQ, IW_RDMAP_ATOMIC_REQ_LEN,
+			      IW_OPF_SINGLE | IW_OPF_REQUEST | IW_OPF_RFC7306},
+	[IW_OP_ATOMIC_RESP] = {"Atomic Response", IW_QN_ATOMIC_RESP, IW_RDMAP_ATOMIC_RESP_LEN,
+			       IW_OPF_SINGLE | IW_OPF_RESPONSE | IW_OPF_RFC7306},
 };
 
 #define NUM_OPCODES (sizeof(opcodes) / sizeof(opcodes[0]))
 
-static const struct opcode_info *opcode_info(unsigned opcode)
+const struct iw_opcode_info *iw_opcode_info(unsigned opcode)
 {
 	return opcode < NUM_OPCODES ? &opcodes[opcode] : NULL;
 }
 
 IW_EXPORT bool iw_rdmap_opcode_valid(unsigned opcode)
 {
-	return opcode_info(opcode) != NULL;
+	return iw_opcode_info(opcode) != NULL;
 }
 
 IW_EXPORT const char *iw_rdmap_opcode_str(unsigned opcode)
 {
-	const struct opcode_info *o = opcode_info(opcode);
+	const struct iw_opcode_info *o = iw_opcode_info(opcode);
 	return o ? o->name : "unknown";
 }
 
 IW_EXPORT bool iw_rdmap_opcode_tagged(unsigned opcode)
 {
-	return opcode == IW_OP_WRITE || opcode == IW_OP_READ_RESP;
+	return iw_opcode_has(opcode, IW_OPF_TAGGED);
 }
 
 IW_EXPORT int iw_rdmap_opcode_qn(unsigned opcode)
 {
-	const struct opcode_info *o = opcode_info(opcode);
+	const struct iw_opcode_info *o = iw_opcode_info(opcode);
 	return o ? o->qn : -1;
 }
 
 IW_EXPORT size_t iw_rdmap_hdr_len(unsigned opcode)
 {
-	const struct opcode_info *o = opcode_info(opcode);
+	const struct iw_opcode_info *o = iw_opcode_info(opcode);
 	return o ? o->hdr_len : 0;
 }
 
