@@ -285,6 +285,16 @@ static int client(struct peer *p, uint16_t port)
 	return 0;
 }
 
+/* After a failure, keep dispatching until the connection is gone: the
+ * flushed completion that made us stop can come before the async event
+ * naming the TERMINATE, which the test reads from our output (leaving at
+ * the first error lost that line now and then). */
+static void settle(struct peer *p)
+{
+	wait_for(p, gone, NULL);
+	async_events(p);
+}
+
 static void cleanup(struct peer *p)
 {
 	iw_cm_destroy_id(p->id);
@@ -312,6 +322,8 @@ int main(int argc, char **argv)
 	rc = setup(&p);
 	if (!rc)
 		rc = !strcmp(argv[1], "server") ? server(&p) : client(&p, (uint16_t)atoi(argv[2]));
+	if ((rc || p.failed) && p.id && !p.disconnected)
+		settle(&p);
 	printf("replay_peer: %s\n", rc || p.failed ? "FAILED" : "done");
 	cleanup(&p);
 	return rc || p.failed ? 1 : 0;
