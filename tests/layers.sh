@@ -4,7 +4,8 @@
 # The layering of lib/ (ARCHITECTURE.md section 2): each folder may include
 # only its own headers and those of the folders below it, in this order:
 #   base < wire < diag < engine < conn < io < api
-# and only lib/io/ may include libevent (<event2/...>). A file that includes
+# and only lib/io/ may include libevent (<event2/...>) or call socket
+# functions (recv, sendmsg, readv, accept, connect, ...). A file that includes
 # a layer above its own, or a header path outside these folders, fails.
 # Exit: 0 pass, 1 fail.
 set -u
@@ -41,6 +42,13 @@ for f in "$top"/lib/*/*.[ch]; do
 	done
 	if [ "$own" != io ] && grep -q '^#[[:space:]]*include[[:space:]]*<event2/' "$f"; then
 		echo "layers: $f ($own) includes libevent: only lib/io/ may"
+		bad=$((bad + 1))
+	fi
+	# Socket I/O is the pump's (lib/io/): the layers below take octets
+	# and hand out iovecs, never a file descriptor.
+	if [ "$own" != io ] && grep -nE '(^|[^_a-zA-Z0-9.>])(recv|recvmsg|send|sendmsg|readv|writev|accept4?|connect|socket|listen|bind|shutdown|setsockopt|getsockopt)[[:space:]]*\(' "$f" |
+		grep -v '^[0-9]*:[[:space:]]*\(/\*\|\*\)' | head -n 1 | grep -q .; then
+		echo "layers: $f ($own) calls socket functions: only lib/io/ may"
 		bad=$((bad + 1))
 	fi
 done

@@ -37,80 +37,11 @@ IW_EXPORT const char *iw_cm_event_str(enum iw_cm_event_type ev)
 
 /* ------------------------------------------------------------ events */
 
-struct cm_event {
-	struct iw_evq_node node; /* first */
-	struct iw_cm_event pub;
-	struct iw_cm_id_int *owner; /* id whose unacked count this holds */
-	uint8_t pd[IW_MPA_PD_MAX];
-};
-
-struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
-				    int status)
-{
-	struct cm_event *e = calloc(1, sizeof(*e));
-	if (!e)
-		return NULL;
-	e->pub.event = type;
-	e->pub.id = &id->pub;
-	e->pub.status = status;
-	e->pub.term = IW_TERM_NONE;
-	e->pub.param.responder_resources = (uint8_t)(id->conn.res.ird > 255 ? 255 : id->conn.res.ird);
-	e->pub.param.initiator_depth = (uint8_t)(id->conn.res.ord > 255 ? 255 : id->conn.res.ord);
-	e->pub.mpa_rev = id->conn.res.rev;
-	e->pub.crc = id->conn.res.crc;
-	e->pub.markers_rx = id->conn.res.markers_rx;
-	e->pub.markers_tx = id->conn.res.markers_tx;
-	e->pub.rtr = id->conn.res.rtr;
-	e->owner = id;
-	return &e->pub;
-}
-
-void iw_cm_event_set_pd(struct iw_cm_event *ev, const uint8_t *pd, uint16_t len)
-{
-	struct cm_event *e = (struct cm_event *)((char *)ev - offsetof(struct cm_event, pub));
-	if (len > sizeof(e->pd))
-		len = sizeof(e->pd);
-	if (len)
-		memcpy(e->pd, pd, len);
-	ev->param.private_data = len ? e->pd : NULL;
-	ev->param.private_data_len = len;
-}
-
-void iw_cm_event_queue(struct iw_cm_id_int *id, struct iw_cm_event *ev)
-{
-	(void)id;
-	struct cm_event *e = (struct cm_event *)((char *)ev - offsetof(struct cm_event, pub));
-	iw_evq_push(&e->owner->ch->q, &e->node);
-}
-
-void iw_cm_raise(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status)
-{
-	struct iw_cm_event *ev = iw_cm_event_new(id, type, status);
-	/* Out of memory: the event is lost but the id's state is still
-	 * right; nothing better can be done without blocking the loop. */
-	if (ev)
-		iw_cm_event_queue(id, ev);
-}
-
-/* Events of destroyed ids are skipped and freed by the pop. */
-static void free_dead(struct iw_evq_node *n)
-{
-	free(n);
-}
-
 IW_EXPORT int iw_cm_get_event(struct iw_cm_channel *ch, struct iw_cm_event **out_event)
 {
 	if (!ch || !out_event)
 		return EINVAL;
-	struct iw_cm_channel_int *c = (struct iw_cm_channel_int *)ch;
-	struct iw_evq_node *n;
-	int rc = iw_evq_pop(&c->q, &n, free_dead);
-	if (rc)
-		return -rc;
-	struct cm_event *e = (struct cm_event *)n;
-	atomic_fetch_add(&e->owner->unacked, 1);
-	*out_event = &e->pub;
-	return 0;
+	return -iw_cm_event_take((struct iw_cm_channel_int *)ch, out_event);
 }
 
 /* An event handed out keeps its id alive (destroy says EBUSY) until this. */
@@ -118,9 +49,7 @@ IW_EXPORT int iw_cm_ack_event(struct iw_cm_event *event)
 {
 	if (!event)
 		return EINVAL;
-	struct cm_event *e = (struct cm_event *)((char *)event - offsetof(struct cm_event, pub));
-	atomic_fetch_sub(&e->owner->unacked, 1);
-	free(e);
+	iw_cm_event_done(event);
 	return 0;
 }
 
@@ -155,144 +84,10 @@ IW_EXPORT int iw_cm_destroy_channel(struct iw_cm_channel *ch)
 	struct iw_cm_channel_int *c = (struct iw_cm_channel_int *)ch;
 	if (c->num_ids)
 		return EBUSY;
-	iw_evq_drain(&c->q, free_dead);
+	iw_cm_channel_drain(c);
 	iw_evq_cleanup(&c->q);
 	free(c);
 	return 0;
-}
-
-/* ------------------------------------------------------------ work list */
-
-/* Ids the loop must look at, from any thread (process-wide; each loop
- * takes its own context's entries). */
-static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct iw_cm_id_int *work_head;
-
-void iw_cm_want_work(struct iw_cm_id_int *id)
-{
-	pthread_mutex_lock(&work_lock);
-	if (!id->on_work) {
-		id->on_work = true;
-		id->work_next = work_head;
-		work_head = id;
-	}
-	pthread_mutex_unlock(&work_lock);
-	iw_ev_kick(id->pub.context);
-}
-
-static struct iw_cm_id_int *take_work(struct iw_context *ctx)
-{
-	pthread_mutex_lock(&work_lock);
-	struct iw_cm_id_int **pp = &work_head, *id;
-	while ((id = *pp) != NULL && id->pub.context != ctx)
-		pp = &id->work_next;
-	if (id) {
-		*pp = id->work_next;
-		id->on_work = false;
-	}
-	pthread_mutex_unlock(&work_lock);
-	return id;
-}
-
-static void drop_work(struct iw_cm_id_int *id)
-{
-	pthread_mutex_lock(&work_lock);
-	for (struct iw_cm_id_int **pp = &work_head; *pp; pp = &(*pp)->work_next) {
-		if (*pp == id) {
-			*pp = id->work_next;
-			break;
-		}
-	}
-	id->on_work = false;
-	pthread_mutex_unlock(&work_lock);
-}
-
-void iw_cm_loop_work(struct iw_context *ctx)
-{
-	struct iw_cm_id_int *id;
-	while ((id = take_work(ctx)) != NULL)
-		iw_cm_conn_work(id);
-}
-
-/* ------------------------------------------------------------ ids */
-
-struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context)
-{
-	struct iw_cm_id_int *id = calloc(1, sizeof(*id));
-	if (!id)
-		return NULL;
-	id->pub.context = ch->pub.context;
-	id->pub.channel = &ch->pub;
-	id->pub.user_context = user_context;
-	id->ch = ch;
-	id->fd = -1;
-	iw_conn_init(&id->conn, NULL);
-	id->tmo_at = UINT64_MAX;
-	pthread_mutex_init(&id->txlock, NULL);
-	ch->num_ids++;
-	iw_ev_ids_add(ch->pub.context, 1);
-	return id;
-}
-
-/* Drop events of id still queued on its channel: nobody will read them. */
-static bool event_of(const struct iw_evq_node *n, const void *id)
-{
-	const struct cm_event *e = (const struct cm_event *)n;
-	return e->owner == id || e->pub.id == &((const struct iw_cm_id_int *)id)->pub;
-}
-
-static void kill_events(struct iw_cm_id_int *id)
-{
-	iw_evq_kill_if(&id->ch->q, event_of, id);
-}
-
-void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id)
-{
-	id->listener = l;
-	id->child_prev = NULL;
-	id->child_next = l->children;
-	if (l->children)
-		l->children->child_prev = id;
-	l->children = id;
-}
-
-void iw_cm_child_unlink(struct iw_cm_id_int *id)
-{
-	struct iw_cm_id_int *l = id->listener;
-	if (!l)
-		return;
-	if (id->child_prev)
-		id->child_prev->child_next = id->child_next;
-	else
-		l->children = id->child_next;
-	if (id->child_next)
-		id->child_next->child_prev = id->child_prev;
-	id->listener = id->child_prev = id->child_next = NULL;
-}
-
-/* A listener going away: CONNECT_REQUESTs still queued stop naming it. */
-static void forget_listener(struct iw_cm_id_int *id)
-{
-	struct iw_evq *q = &id->ch->q;
-	pthread_mutex_lock(&q->lock);
-	for (struct iw_evq_node *n = q->head; n; n = n->next) {
-		struct cm_event *e = (struct cm_event *)n;
-		if (e->pub.listen_id == &id->pub)
-			e->pub.listen_id = NULL;
-	}
-	pthread_mutex_unlock(&q->lock);
-}
-
-void iw_cm_id_release(struct iw_cm_id_int *id)
-{
-	iw_cm_child_unlink(id);
-	forget_listener(id);
-	drop_work(id);
-	kill_events(id);
-	id->ch->num_ids--;
-	iw_ev_ids_add(id->pub.context, -1);
-	pthread_mutex_destroy(&id->txlock);
-	free(id);
 }
 
 struct create_args {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The connection manager's private state, shared by cm.c (the API, ids,
- * events) and cm_conn.c (the socket side: accept, connect, MPA exchange,
- * data path, close). Everything here runs on the loop thread under the CM
+ * The connection manager's private state: cm_id.c (ids, events, loop
+ * work) and cm_conn.c (the socket pump) in this layer, and lib/api/cm.c
+ * (the exported calls) above it, which calls down into both. Everything here runs on the loop thread under the CM
  * lock (ev.h), except the transmit path, which application threads enter
  * through iw_cm_conn_tx when they post work.
  */
@@ -16,6 +16,7 @@
 #include "base/evq.h"
 #include "iwarp/cm.h"
 #include "conn/conn.h"
+#include "io/ev.h"
 
 struct event;
 struct iw_trace_conn;
@@ -45,8 +46,7 @@ struct iw_cm_id_int {
 	uint8_t pd[IW_MPA_PD_MAX];  /* connect's or accept's private data */
 	uint16_t pd_len;
 	atomic_int unacked;         /* events handed out and not acked */
-	struct iw_cm_id_int *work_next;
-	bool on_work;
+	struct iw_ev_work work;      /* loop work this id asked for */
 	pthread_mutex_t txlock;
 	atomic_int tx_req;
 	/* pcap trace of this connection (trace.h), NULL when off; set and
@@ -65,7 +65,7 @@ static inline struct iw_cm_id_int *iw_cm_id_int(struct iw_cm_id *id)
 	return (struct iw_cm_id_int *)id;
 }
 
-/* cm.c */
+/* cm_id.c */
 struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context);
 void iw_cm_id_release(struct iw_cm_id_int *id);
 /* Link a new responder id to its listener / unlink it (NULL-safe). */
@@ -80,6 +80,10 @@ void iw_cm_event_set_pd(struct iw_cm_event *ev, const uint8_t *pd, uint16_t len)
 void iw_cm_raise(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status);
 /* Ask the loop to look at id soon (from any thread). */
 void iw_cm_want_work(struct iw_cm_id_int *id);
+/* iw_cm_get_event/ack_event/destroy_channel's work: 0 or -errno. */
+int iw_cm_event_take(struct iw_cm_channel_int *c, struct iw_cm_event **out);
+void iw_cm_event_done(struct iw_cm_event *event);
+void iw_cm_channel_drain(struct iw_cm_channel_int *c);
 
 /* cm_conn.c (loop thread, CM lock held unless noted) */
 int iw_cm_conn_listen(struct iw_cm_id_int *id);

@@ -30,6 +30,7 @@ struct iw_ev {
 	pthread_mutex_t qlock; /* cmds and stop */
 	pthread_cond_t qcond;
 	struct iw_ev_cmd *cmds, **cmd_tail;
+	struct iw_ev_work *work, **work_tail; /* under qlock */
 	bool stop;
 	int num_ids;
 	int kick_fd;
@@ -116,6 +117,56 @@ static void run_cmds(struct iw_ev *ev)
 	}
 }
 
+void iw_ev_work_queue(struct iw_context *ctx, struct iw_ev_work *w)
+{
+	struct iw_ev *ev = ctx->ev;
+	pthread_mutex_lock(&ev->qlock);
+	bool kick = !w->queued;
+	if (kick) {
+		w->queued = true;
+		w->next = NULL;
+		*ev->work_tail = w;
+		ev->work_tail = &w->next;
+	}
+	pthread_mutex_unlock(&ev->qlock);
+	if (kick)
+		iw_ev_kick(ctx);
+}
+
+void iw_ev_work_cancel(struct iw_context *ctx, struct iw_ev_work *w)
+{
+	struct iw_ev *ev = ctx->ev;
+	pthread_mutex_lock(&ev->qlock);
+	if (w->queued) {
+		struct iw_ev_work **pp = &ev->work;
+		while (*pp != w)
+			pp = &(*pp)->next;
+		*pp = w->next;
+		if (ev->work_tail == &w->next)
+			ev->work_tail = pp;
+		w->queued = false;
+	}
+	pthread_mutex_unlock(&ev->qlock);
+}
+
+static void run_work(struct iw_ev *ev)
+{
+	for (;;) {
+		pthread_mutex_lock(&ev->qlock);
+		struct iw_ev_work *w = ev->work;
+		if (w) {
+			ev->work = w->next;
+			if (!ev->work)
+				ev->work_tail = &ev->work;
+			w->queued = false;
+		}
+		pthread_mutex_unlock(&ev->qlock);
+		if (!w)
+			return;
+		w->fn(w);
+	}
+}
+
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
 	struct iw_context *ctx = arg;
@@ -127,7 +178,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 	set_loop_tid(ev, pthread_self());
 	pthread_mutex_lock(&ev->big);
 	run_cmds(ev);
-	iw_cm_loop_work(ctx);
+	run_work(ev);
 	pthread_mutex_unlock(&ev->big);
 	pthread_mutex_lock(&ev->qlock);
 	bool stop = ev->stop;
@@ -226,6 +277,7 @@ int iw_ev_init(struct iw_context *ctx, struct event_base *base, size_t bounce_le
 	pthread_mutex_init(&ev->qlock, NULL);
 	pthread_cond_init(&ev->qcond, NULL);
 	ev->cmd_tail = &ev->cmds;
+	ev->work_tail = &ev->work;
 	set_loop_tid(ev, pthread_self());
 	ev->own = base == NULL;
 	ev->base = base ? base : event_base_new();

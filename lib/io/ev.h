@@ -3,7 +3,7 @@
  * The libevent glue's per-context part: the loop (the application's
  * event_base, or one we run on our own thread), a kick eventfd that lets any
  * thread hand work to the loop, and iw_ev_call, which runs a function on the
- * loop thread and returns its result. Only ev.c and cm.c include libevent.
+ * loop thread and returns its result. Only lib/io/ includes libevent.
  *
  * Thread rule: libiwarp touches libevent only on the loop thread. A call
  * made on the loop thread (inside or outside our callbacks) runs inline; a
@@ -40,7 +40,7 @@ struct event_base *iw_ev_base(struct iw_context *ctx);
 /* Run fn(arg) on the loop thread with the context's CM lock held and
  * return its result. */
 int iw_ev_call(struct iw_context *ctx, int (*fn)(void *), void *arg);
-/* Ask the loop to run iw_cm_loop_work soon (any thread, never blocks). */
+/* Wake the loop: queued commands and work run (any thread, never blocks). */
 void iw_ev_kick(struct iw_context *ctx);
 /* True on the loop thread. */
 bool iw_ev_on_loop(struct iw_context *ctx);
@@ -58,7 +58,15 @@ unsigned char *iw_ev_bounce(struct iw_context *ctx, size_t *len);
 /* CM ids alive on the context (cleanup refuses while any exist). */
 void iw_ev_ids_add(struct iw_context *ctx, int delta);
 
-/* Implemented by cm.c: work queued by kicks (deferred writes, closes). */
-void iw_cm_loop_work(struct iw_context *ctx);
+/* Work for the loop, queued from any thread: the loop calls fn(w) soon,
+ * with the CM lock held, once however often it was queued meanwhile. The
+ * owner embeds it; cancel before freeing it (loop thread). */
+struct iw_ev_work {
+	struct iw_ev_work *next;
+	bool queued;
+	void (*fn)(struct iw_ev_work *w);
+};
+void iw_ev_work_queue(struct iw_context *ctx, struct iw_ev_work *w);
+void iw_ev_work_cancel(struct iw_context *ctx, struct iw_ev_work *w);
 
 #endif

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * CM ids, their events and their channel queue, and the loop work an id
+ * asks for (cm_int.h). The API (lib/api/cm.c) calls down into this; the
+ * socket pump (cm_conn.c) raises events through it.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/cm_int.h"
+#include "io/ev.h"
+
+/* ------------------------------------------------------------ events */
+
+struct cm_event {
+	struct iw_evq_node node; /* first */
+	struct iw_cm_event pub;
+	struct iw_cm_id_int *owner; /* id whose unacked count this holds */
+	uint8_t pd[IW_MPA_PD_MAX];
+};
+
+struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
+				    int status)
+{
+	struct cm_event *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->pub.event = type;
+	e->pub.id = &id->pub;
+	e->pub.status = status;
+	e->pub.term = IW_TERM_NONE;
+	e->pub.param.responder_resources = (uint8_t)(id->conn.res.ird > 255 ? 255 : id->conn.res.ird);
+	e->pub.param.initiator_depth = (uint8_t)(id->conn.res.ord > 255 ? 255 : id->conn.res.ord);
+	e->pub.mpa_rev = id->conn.res.rev;
+	e->pub.crc = id->conn.res.crc;
+	e->pub.markers_rx = id->conn.res.markers_rx;
+	e->pub.markers_tx = id->conn.res.markers_tx;
+	e->pub.rtr = id->conn.res.rtr;
+	e->owner = id;
+	return &e->pub;
+}
+
+void iw_cm_event_set_pd(struct iw_cm_event *ev, const uint8_t *pd, uint16_t len)
+{
+	struct cm_event *e = (struct cm_event *)((char *)ev - offsetof(struct cm_event, pub));
+	if (len > sizeof(e->pd))
+		len = sizeof(e->pd);
+	if (len)
+		memcpy(e->pd, pd, len);
+	ev->param.private_data = len ? e->pd : NULL;
+	ev->param.private_data_len = len;
+}
+
+void iw_cm_event_queue(struct iw_cm_id_int *id, struct iw_cm_event *ev)
+{
+	(void)id;
+	struct cm_event *e = (struct cm_event *)((char *)ev - offsetof(struct cm_event, pub));
+	iw_evq_push(&e->owner->ch->q, &e->node);
+}
+
+void iw_cm_raise(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status)
+{
+	struct iw_cm_event *ev = iw_cm_event_new(id, type, status);
+	/* Out of memory: the event is lost but the id's state is still
+	 * right; nothing better can be done without blocking the loop. */
+	if (ev)
+		iw_cm_event_queue(id, ev);
+}
+
+/* Events of destroyed ids are skipped and freed by the pop. */
+static void free_dead(struct iw_evq_node *n)
+{
+	free(n);
+}
+
+int iw_cm_event_take(struct iw_cm_channel_int *c, struct iw_cm_event **out)
+{
+	struct iw_evq_node *n;
+	int rc = iw_evq_pop(&c->q, &n, free_dead);
+	if (rc)
+		return rc;
+	struct cm_event *e = (struct cm_event *)n;
+	atomic_fetch_add(&e->owner->unacked, 1);
+	*out = &e->pub;
+	return 0;
+}
+
+void iw_cm_event_done(struct iw_cm_event *event)
+{
+	struct cm_event *e = (struct cm_event *)((char *)event - offsetof(struct cm_event, pub));
+	atomic_fetch_sub(&e->owner->unacked, 1);
+	free(e);
+}
+
+void iw_cm_channel_drain(struct iw_cm_channel_int *c)
+{
+	iw_evq_drain(&c->q, free_dead);
+}
+
+/* ------------------------------------------------------------ work list */
+
+/* Ids the loop must look at, queued from any thread on their own
+ * context's loop (ev.h); the loop runs iw_cm_conn_work for each. */
+static void run_work(struct iw_ev_work *w)
+{
+	iw_cm_conn_work((struct iw_cm_id_int *)((char *)w - offsetof(struct iw_cm_id_int, work)));
+}
+
+void iw_cm_want_work(struct iw_cm_id_int *id)
+{
+	iw_ev_work_queue(id->pub.context, &id->work);
+}
+
+/* ------------------------------------------------------------ ids */
+
+struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context)
+{
+	struct iw_cm_id_int *id = calloc(1, sizeof(*id));
+	if (!id)
+		return NULL;
+	id->pub.context = ch->pub.context;
+	id->pub.channel = &ch->pub;
+	id->pub.user_context = user_context;
+	id->ch = ch;
+	id->fd = -1;
+	iw_conn_init(&id->conn, NULL);
+	id->tmo_at = UINT64_MAX;
+	pthread_mutex_init(&id->txlock, NULL);
+	id->work.fn = run_work;
+	ch->num_ids++;
+	iw_ev_ids_add(ch->pub.context, 1);
+	return id;
+}
+
+/* Drop events of id still queued on its channel: nobody will read them. */
+static bool event_of(const struct iw_evq_node *n, const void *id)
+{
+	const struct cm_event *e = (const struct cm_event *)n;
+	return e->owner == id || e->pub.id == &((const struct iw_cm_id_int *)id)->pub;
+}
+
+static void kill_events(struct iw_cm_id_int *id)
+{
+	iw_evq_kill_if(&id->ch->q, event_of, id);
+}
+
+void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id)
+{
+	id->listener = l;
+	id->child_prev = NULL;
+	id->child_next = l->children;
+	if (l->children)
+		l->children->child_prev = id;
+	l->children = id;
+}
+
+void iw_cm_child_unlink(struct iw_cm_id_int *id)
+{
+	struct iw_cm_id_int *l = id->listener;
+	if (!l)
+		return;
+	if (id->child_prev)
+		id->child_prev->child_next = id->child_next;
+	else
+		l->children = id->child_next;
+	if (id->child_next)
+		id->child_next->child_prev = id->child_prev;
+	id->listener = id->child_prev = id->child_next = NULL;
+}
+
+/* A listener going away: CONNECT_REQUESTs still queued stop naming it. */
+static void forget_listener(struct iw_cm_id_int *id)
+{
+	struct iw_evq *q = &id->ch->q;
+	pthread_mutex_lock(&q->lock);
+	for (struct iw_evq_node *n = q->head; n; n = n->next) {
+		struct cm_event *e = (struct cm_event *)n;
+		if (e->pub.listen_id == &id->pub)
+			e->pub.listen_id = NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+void iw_cm_id_release(struct iw_cm_id_int *id)
+{
+	iw_cm_child_unlink(id);
+	forget_listener(id);
+	iw_ev_work_cancel(id->pub.context, &id->work);
+	kill_events(id);
+	id->ch->num_ids--;
+	iw_ev_ids_add(id->pub.context, -1);
+	pthread_mutex_destroy(&id->txlock);
+	free(id);
+}
+
