@@ -20,7 +20,7 @@ export UBSAN_OPTIONS
 case $secs in '' | *[!0-9]*) echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 targets="fuzz_mpa_frame fuzz_fpdu_rx fuzz_qp_rx fuzz_nvmf_capsule"
-targets="$targets fuzz_replay_capture fuzz_replay_reasm fuzz_pcap_roundtrip"
+targets="$targets fuzz_replay_capture fuzz_replay_reasm fuzz_pcap_roundtrip fuzz_conn"
 
 # Vector files: $IW_VECTOR_DIR, else the tree's rfc-vectors/, else the
 # shared reference set the tree's files were copied from.
@@ -40,6 +40,8 @@ python3 "$srcdir/fuzz/seed_qp.py" fuzz $(ls "$vecdir"/*.iwv 2>/dev/null) ||
 # Small captures, reassembly cases and writer runs, written by the script.
 python3 "$srcdir/fuzz/seed_replay.py" fuzz ||
 	echo "run.sh: warning: the replay and pcap targets got no seeds" >&2
+
+python3 "$srcdir/fuzz/seed_conn.py" fuzz || echo "run.sh: warning: fuzz_conn got no seeds" >&2
 
 status=0
 for t in $targets; do
