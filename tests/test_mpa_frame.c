@@ -941,12 +941,29 @@ START_TEST(prop_hostile_input)
 }
 END_TEST
 
+/* The one framing rule: CRC if either frame has C, markers towards a
+ * side that set M in its own frame; other flags do not matter. */
+START_TEST(test_framing_rule)
+{
+	for (unsigned req = 0; req < 256; req++) {
+		for (unsigned rep = 0; rep < 256; rep += 5) {
+			struct iw_mpa_framing f;
+			iw_mpa_framing(&f, (uint8_t)req, (uint8_t)rep);
+			ck_assert_int_eq(f.crc, ((req | rep) & IW_MPA_FLAG_C) != 0);
+			ck_assert_int_eq(f.markers_to_req, (req & IW_MPA_FLAG_M) != 0);
+			ck_assert_int_eq(f.markers_to_rep, (rep & IW_MPA_FLAG_M) != 0);
+		}
+	}
+}
+END_TEST
+
 Suite *suite_mpa_frame(void)
 {
 	Suite *s = suite_create("mpa_frame");
 	TCase *tc = tcase_create("vectors");
 
 	tcase_add_test(tc, vec_request_rev1_crc);
+	tcase_add_test(tc, test_framing_rule);
 	tcase_add_test(tc, vec_request_rev2_p2p);
 	tcase_add_test(tc, vec_reply_rev2_write_rtr);
 	tcase_add_test(tc, vec_reply_rev1_reject);

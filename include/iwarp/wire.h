@@ -235,6 +235,19 @@ int iw_mpa_frame_parse(struct iw_mpa_frame *f, size_t *out_len, enum iw_wire_err
  * whether the RFC 6581 block is written (rev 2 only). */
 int iw_mpa_frame_build(uint8_t *out, size_t cap, const struct iw_mpa_frame *f, size_t pd_cap);
 
+/* The FPDU framing a connection's two MPA frames agree on. */
+struct iw_mpa_framing {
+	bool crc;            /* CRC on, both ways */
+	bool markers_to_req; /* markers in FPDUs sent to the Request's sender */
+	bool markers_to_rep; /* markers in FPDUs sent to the Reply's sender */
+};
+
+/* The framing from the Request's and the Reply's flags (RFC 5044 section
+ * 7.1.2): CRC both ways when either frame has C; markers towards a side
+ * that set M in its own frame. A frame not seen counts as flags 0. The one
+ * rule the library's handshake and iwarp-replay both use. */
+void iw_mpa_framing(struct iw_mpa_framing *out, uint8_t req_flags, uint8_t rep_flags);
+
 /* ====================================================== FPDU framing */
 
 #define IW_MPA_MARKER_INTERVAL 512

@@ -358,12 +358,12 @@ static void queue_mpa_terminate(struct iw_conn *c)
 	int n = iw_term_hdr_build(h, sizeof(h), hs->err_term, 1, NULL);
 	if (n < 0)
 		return;
-	bool crc = (hs->peer.flags & IW_MPA_FLAG_C) || c->opts.crc;
-	bool markers = (hs->peer.flags & IW_MPA_FLAG_M) != 0;
+	struct iw_mpa_framing fr;
+	iw_mpa_framing(&fr, hs->local.flags, hs->peer.flags);
 	struct iw_fpdu_tx tx;
 	struct iw_fpdu_out out;
 	struct iovec iov[IW_FPDU_IOV_NEED(0, 2)];
-	iw_fpdu_tx_init(&tx, crc, markers, 0);
+	iw_fpdu_tx_init(&tx, fr.crc, fr.markers_to_rep, 0);
 	out.iov = iov;
 	out.iov_cap = (int)(sizeof(iov) / sizeof(iov[0]));
 	if (iw_fpdu_encode(&tx, &out, h, (size_t)n, NULL, 0))

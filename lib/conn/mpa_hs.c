@@ -265,9 +265,11 @@ static int on_reply(struct iw_mpa_hs *hs)
 		if (r.rtr == IW_RTR_READ && r.ord == 0)
 			r.ord = 1; /* the READ RTR itself is a Read Request */
 	}
-	r.crc = ((req->flags | rep->flags) & IW_MPA_FLAG_C) != 0;
-	r.markers_rx = (req->flags & IW_MPA_FLAG_M) != 0;
-	r.markers_tx = (rep->flags & IW_MPA_FLAG_M) != 0;
+	struct iw_mpa_framing fr;
+	iw_mpa_framing(&fr, req->flags, rep->flags);
+	r.crc = fr.crc;
+	r.markers_rx = fr.markers_to_req;
+	r.markers_tx = fr.markers_to_rep;
 	hs->res = r;
 	hs->state = IW_HS_DONE;
 	return IW_HS_EV_REPLY;
@@ -416,9 +418,13 @@ int iw_mpa_hs_accept(struct iw_mpa_hs *hs, uint16_t my_ird, uint16_t my_ord, con
 		if (r.rtr == IW_RTR_READ && r.ird == 0)
 			r.ird = 1; /* the READ RTR is served from the IRD */
 	}
-	r.crc = o->crc || (req->flags & IW_MPA_FLAG_C);
-	r.markers_rx = o->markers;
-	r.markers_tx = (req->flags & IW_MPA_FLAG_M) != 0;
+	/* Our Reply says what we ask (C, M); the rule gives the rest. */
+	struct iw_mpa_framing fr;
+	iw_mpa_framing(&fr, req->flags,
+		       (uint8_t)((o->markers ? IW_MPA_FLAG_M : 0) | (o->crc ? IW_MPA_FLAG_C : 0)));
+	r.crc = fr.crc;
+	r.markers_rx = fr.markers_to_rep;
+	r.markers_tx = fr.markers_to_req;
 
 	f.flags = (uint8_t)((r.markers_rx ? IW_MPA_FLAG_M : 0) | (r.crc ? IW_MPA_FLAG_C : 0) |
 			    (enh ? IW_MPA_FLAG_ENHANCED : 0));

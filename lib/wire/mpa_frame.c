@@ -268,3 +268,10 @@ IW_EXPORT int iw_mpa_frame_build(uint8_t *out, size_t cap, const struct iw_mpa_f
 		return -ENOSPC;
 	return (int)w.len;
 }
+
+IW_EXPORT void iw_mpa_framing(struct iw_mpa_framing *out, uint8_t req_flags, uint8_t rep_flags)
+{
+	out->crc = ((req_flags | rep_flags) & IW_MPA_FLAG_C) != 0;
+	out->markers_to_req = (req_flags & IW_MPA_FLAG_M) != 0;
+	out->markers_to_rep = (rep_flags & IW_MPA_FLAG_M) != 0;
+}

@@ -3,8 +3,8 @@
  * A fresh MPA exchange for a live replay. Our frame is the recorded one of
  * the side we play (rev, flags, RFC 6581 block, private data), changed by
  * the overrides; without a recorded frame it is a plain rev 1 frame with
- * CRC. The live outcome (CRC if either frame has C, markers towards a side
- * that asked) frames everything we send and decodes everything we get.
+ * CRC. The live outcome (the library's rule, iw_mpa_framing) frames
+ * everything we send and decodes everything we get.
  */
 #include <errno.h>
 #include <string.h>
@@ -140,9 +140,12 @@ static void settle(struct rp_session *s, const struct iw_mpa_frame *theirs)
 {
 	uint8_t my_flags = s->mine[IW_MPA_KEY_LEN];
 
-	s->crc = ((my_flags | theirs->flags) & IW_MPA_FLAG_C) != 0;
-	s->markers_tx = (theirs->flags & IW_MPA_FLAG_M) != 0;
-	s->markers_rx = (my_flags & IW_MPA_FLAG_M) != 0;
+	bool init = s->role == RP_INITIATOR;
+	struct iw_mpa_framing fr;
+	iw_mpa_framing(&fr, init ? my_flags : theirs->flags, init ? theirs->flags : my_flags);
+	s->crc = fr.crc;
+	s->markers_tx = init ? fr.markers_to_rep : fr.markers_to_req;
+	s->markers_rx = init ? fr.markers_to_req : fr.markers_to_rep;
 	rp_emit_note(NULL, "live connection: CRC %s, markers tx %s, rx %s", s->crc ? "on" : "off",
 		     s->markers_tx ? "on" : "off", s->markers_rx ? "on" : "off");
 }

@@ -3,8 +3,8 @@
  * MPA frames in a capture: each direction starts with the sender's Request
  * or Reply (RFC 5044 section 7.1), parsed with iw_mpa_frame_parse (lenient,
  * like the engine). The connection's FPDU settings follow from the two
- * frames: CRC if either has C; markers towards a side that set M in its own
- * frame (lib/conn/mpa_hs.c does the same). Options override each of them, and
+ * frames by the library's rule (iw_mpa_framing: CRC if either has C;
+ * markers towards a side that set M in its own frame). Options override each of them, and
  * stand in for frames a capture started too late to see.
  */
 #include <errno.h>
@@ -130,15 +130,17 @@ void rp_mpa_negotiate(struct rp_conn *c, bool force)
 		return;
 	if (!ready && !force && !(c->st[0].decided || c->st[1].decided))
 		return;
-	n.crc = o->crc != RP_UNSET ? o->crc == RP_ON
-				   : ((req ? req->f.flags : 0) | (rep ? rep->f.flags : 0)) & IW_MPA_FLAG_C;
-	/* Markers go towards whoever asked for them in its own frame. */
+	/* The library's rule (iw_mpa_framing); options override each part. */
+	struct iw_mpa_framing fr;
+	iw_mpa_framing(&fr, req ? req->f.flags : 0, rep ? rep->f.flags : 0);
+	n.crc = o->crc != RP_UNSET ? o->crc == RP_ON : fr.crc;
+	/* markers[side]: in what that side sends, i.e. towards its peer. */
 	n.markers[RP_INITIATOR] = o->markers[RP_INITIATOR] != RP_UNSET
 					  ? o->markers[RP_INITIATOR] == RP_ON
-					  : rep && (rep->f.flags & IW_MPA_FLAG_M);
+					  : fr.markers_to_rep;
 	n.markers[RP_RESPONDER] = o->markers[RP_RESPONDER] != RP_UNSET
 					  ? o->markers[RP_RESPONDER] == RP_ON
-					  : req && (req->f.flags & IW_MPA_FLAG_M);
+					  : fr.markers_to_req;
 	n.rejected = rep && (rep->f.flags & IW_MPA_FLAG_R);
 	n.source = source(req, rep, opt_used);
 	c->negotiated = true;
