@@ -413,6 +413,7 @@ START_TEST(test_exchange)
 		ck_assert(p.s[i].ev & IW_CONN_EV_DISCONNECTED);
 		ck_assert(p.s[i].closed);
 		ck_assert(!p.s[i].abortive);
+		ck_assert_int_eq(p.s[i].c.why.status, 0); /* a clean end */
 		ck_assert_uint_eq(p.s[i].fin_at, p.s[i].log.len);
 		ck_assert_uint_eq(next_of(&p.s[i], &p), UINT64_MAX);
 	}
@@ -534,9 +535,11 @@ START_TEST(test_linger)
 	ck_assert_uint_eq(tick(&p), t0 + 1234);
 	ck_assert(a->ev & IW_CONN_EV_DISCONNECTED);
 	ck_assert(a->closed && a->abortive);
+	ck_assert_int_eq(a->c.why.status, ETIMEDOUT); /* we gave up on the peer */
 	b->hold = false;
 	settle(&p);
 	ck_assert(b->ev & IW_CONN_EV_DISCONNECTED);
+	ck_assert_int_eq(b->c.why.status, ECONNRESET); /* issue 16 bug 5: abortive */
 	pair_free(&p);
 }
 END_TEST

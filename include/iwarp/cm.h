@@ -82,7 +82,7 @@ enum iw_cm_event_type {
 	IW_CM_EVENT_UNREACHABLE,         /* connect refused, no route, connect timeout */
 	IW_CM_EVENT_REJECTED,            /* peer replied with R set: private data attached */
 	IW_CM_EVENT_ESTABLISHED,
-	IW_CM_EVENT_DISCONNECTED,        /* the connection is closed; the QP is in ERR */
+	IW_CM_EVENT_DISCONNECTED,        /* closed (status 0) or reset (ECONNRESET, ETIMEDOUT); QP in ERR */
 	IW_CM_EVENT_TIMEWAIT_EXIT,       /* reserved (rdma_cm shape; never raised) */
 };
 /*
@@ -423,7 +423,8 @@ int iw_cm_reject(struct iw_cm_id *id, const void *private_data, uint16_t private
  * Disconnect gracefully: the QP goes to ERR and every WR not completed is
  * flushed in order (IW_WC_WR_FLUSH_ERR); FPDUs already handed to the send
  * path are written, then FIN. DISCONNECTED follows when the peer closes
- * too, or after 3 s with a reset. Calling it on an id that is already
+ * too, or after the linger time (iw_conn_opts, 3 s) with a reset
+ * (status ETIMEDOUT). Calling it on an id that is already
  * closing or closed does nothing and returns 0. Runs on the loop thread.
  *
  * Returns: 0, or a positive errno.
@@ -440,8 +441,10 @@ int iw_cm_disconnect(struct iw_cm_id *id);
  * nonblocking. The event belongs to the library: read it, then give it back
  * with iw_cm_ack_event; until then its id cannot be destroyed. Any thread.
  * Events: CONNECT_REQUEST (listener side, on a new id), ESTABLISHED,
- * REJECTED, UNREACHABLE, CONNECT_ERROR, DISCONNECTED (status 0; the QP is
- * in ERR). CONNECT_RESPONSE and TIMEWAIT_EXIT are never raised.
+ * REJECTED, UNREACHABLE, CONNECT_ERROR, DISCONNECTED (the QP is in ERR;
+ * status 0 for a clean close with FIN both ways, ECONNRESET when the
+ * connection was reset or broke, ETIMEDOUT when the peer neither read
+ * nor closed within the linger time after our FIN). CONNECT_RESPONSE and TIMEWAIT_EXIT are never raised.
  *
  * Returns: 0, or a positive errno.
  * Errors:

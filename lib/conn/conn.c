@@ -115,9 +115,14 @@ static unsigned drop(struct iw_conn *c)
 	return close_now(c, true) | IW_CONN_EV_DROPPED;
 }
 
-static unsigned disconnected(struct iw_conn *c, bool abortive)
+/* status: 0 for a clean end (FIN both ways); otherwise why it was
+ * abortive: ECONNRESET (the peer reset it, or the socket broke),
+ * ETIMEDOUT (the peer neither read nor closed within linger). */
+static unsigned disconnected(struct iw_conn *c, bool abortive, int status)
 {
-	c->why = (struct iw_conn_why){0};
+	if (status == EPIPE)
+		status = ECONNRESET; /* a write into a reset connection */
+	c->why = (struct iw_conn_why){.status = status, .term = 0};
 	return close_now(c, abortive) | IW_CONN_EV_DISCONNECTED;
 }
 
@@ -284,7 +289,7 @@ static unsigned after_status(struct iw_conn *c, const struct iw_qp_status *st, i
 		ev |= IW_CONN_EV_ESTABLISHED;
 	}
 	if (tx_err)
-		return ev | disconnected(c, true);
+		return ev | disconnected(c, true, tx_err);
 	if (((st->events & IW_QPE_ERROR) || st->err) &&
 	    (c->state == IW_CONN_RTR_WAIT || c->state == IW_CONN_RUNNING)) {
 		/* Write what is queued (a TERMINATE, the FPDUs of a graceful
@@ -448,7 +453,7 @@ unsigned iw_conn_eof(struct iw_conn *c)
 	case IW_CONN_MPA_WAIT:
 		return drop(c);
 	default:
-		return data_phase(c) ? disconnected(c, false) : 0;
+		return data_phase(c) ? disconnected(c, false, 0) : 0;
 	}
 }
 
@@ -466,7 +471,7 @@ unsigned iw_conn_io_error(struct iw_conn *c, int err)
 	case IW_CONN_REJECTING:
 		return close_now(c, true);
 	default:
-		return data_phase(c) ? disconnected(c, true) : 0;
+		return data_phase(c) ? disconnected(c, true, err) : 0;
 	}
 }
 
@@ -561,7 +566,7 @@ static unsigned state_timeout(struct iw_conn *c)
 		return drop(c);
 	default:
 		/* The peer neither read our last octets nor closed. */
-		return data_phase(c) ? disconnected(c, true) : 0;
+		return data_phase(c) ? disconnected(c, true, ETIMEDOUT) : 0;
 	}
 }
 
