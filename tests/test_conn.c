@@ -11,7 +11,16 @@
  * the queued octets, CLOSE a FIN or (abortive) a reset that discards them.
  * The log of each side is decoded afterwards: MPA frame, then FPDUs.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -728,6 +737,170 @@ START_TEST(test_conn_opts_api)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- listener */
+
+struct lsn {
+	struct iw_context *ctx;
+	struct iw_cm_channel *ch;
+	struct iw_cm_id *id;
+	struct sockaddr_in addr;
+};
+
+static void lsn_new(struct lsn *l, uint32_t max_pending)
+{
+	l->ctx = iw_context_new(NULL);
+	ck_assert_ptr_nonnull(l->ctx);
+	l->ch = iw_cm_create_channel(l->ctx);
+	ck_assert_ptr_nonnull(l->ch);
+	ck_assert_int_eq(iw_cm_create_id(l->ch, &l->id, NULL), 0);
+	if (max_pending) {
+		struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_MAX_PENDING,
+					 .max_pending = max_pending};
+		ck_assert_int_eq(iw_cm_set_conn_opts(l->id, &o), 0);
+	}
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	ck_assert_int_eq(iw_cm_bind_addr(l->id, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(iw_cm_listen(l->id, 64), 0);
+	memcpy(&l->addr, &l->id->local_addr, sizeof(l->addr));
+}
+
+static void lsn_free(struct lsn *l)
+{
+	ck_assert_int_eq(iw_cm_destroy_id(l->id), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(l->ch), 0);
+	ck_assert_int_eq(iw_context_free(l->ctx), 0);
+}
+
+static struct iw_cm_listener_stats lsn_stats(struct lsn *l)
+{
+	struct iw_cm_listener_stats st;
+	ck_assert_int_eq(iw_cm_listener_stats(l->id, &st), 0);
+	return st;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Wait (up to 5 s) until pred holds for the listener's counters. */
+#define LSN_WAIT(l, st, cond)                                          \
+	do {                                                           \
+		for (int w_ = 0; w_ < 500; w_++) {                     \
+			st = lsn_stats(l);                             \
+			if (cond)                                      \
+				break;                                 \
+			nap_ms(10);                                    \
+		}                                                      \
+		ck_assert_msg(cond, "listener counters never reached " #cond); \
+	} while (0)
+
+static int tcp_to(const struct sockaddr_in *a)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)a, sizeof(*a)), 0);
+	return fd;
+}
+
+/* Issue 16 bug 2: a cap on handshakes waiting for their Request, and
+ * counters that say what happened to each connection. */
+START_TEST(test_listener_cap)
+{
+	struct lsn l;
+	lsn_new(&l, 3);
+	int fd[6];
+	for (int i = 0; i < 6; i++)
+		fd[i] = tcp_to(&l.addr);
+	struct iw_cm_listener_stats st;
+	LSN_WAIT(&l, st, st.accepted == 6);
+	ck_assert_uint_eq(st.rejected_full, 3);
+	ck_assert_uint_eq(st.pending, 3);
+	/* Garbage instead of a Request, and one that goes away. */
+	uint8_t junk[20] = "MPA ID Xyz Frame";
+	int pend[3], n = 0;
+	for (int i = 0; i < 6; i++) {
+		/* The three kept are the ones the reset did not hit. */
+		char c;
+		if (recv(fd[i], &c, 1, MSG_DONTWAIT) == 0 || errno == ECONNRESET)
+			continue;
+		pend[n++] = fd[i];
+	}
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(send(pend[0], junk, sizeof(junk), 0), (int)sizeof(junk));
+	close(pend[1]);
+	LSN_WAIT(&l, st, st.rejected_bad == 1 && st.rejected_gone == 1);
+	ck_assert_uint_eq(st.pending, 1);
+	ck_assert_uint_eq(st.requests, 0);
+	ck_assert_uint_eq(st.accept_errors, 0);
+	for (int i = 0; i < 6; i++)
+		if (fd[i] != pend[1])
+			close(fd[i]);
+	lsn_free(&l);
+}
+END_TEST
+
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Issue 16 bug 1: out of descriptors, the listener pauses instead of
+ * spinning on accept(2), counts it, and takes the waiting connections
+ * once descriptors are back. */
+START_TEST(test_listener_emfile)
+{
+	struct lsn l;
+	lsn_new(&l, 0);
+	int go[2];
+	ck_assert_int_eq(pipe(go), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		int fds[20];
+		for (int i = 0; i < 20; i++)
+			fds[i] = tcp_to(&l.addr);
+		(void)fds;
+		pause();
+		_exit(0);
+	}
+	struct rlimit old, low;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)open_fds() + 2; /* room for a couple, then EMFILE */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	struct iw_cm_listener_stats st;
+	LSN_WAIT(&l, st, st.accept_errors >= 1);
+	ck_assert_int_eq(st.last_accept_error, EMFILE);
+	nap_ms(500);
+	st = lsn_stats(&l);
+	/* A spinning listener fails accept(2) hundreds of thousands of times
+	 * in half a second; pausing 100 ms, 200 ms ... a handful. */
+	ck_assert_uint_le(st.accept_errors, 10);
+	ck_assert_uint_eq(st.accept_pauses, st.accept_errors);
+	ck_assert_uint_lt(st.accepted, 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	LSN_WAIT(&l, st, st.accepted == 20);
+	ck_assert_uint_eq(st.pending, 20);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(go[0]);
+	close(go[1]);
+	lsn_free(&l);
+}
+END_TEST
+
 Suite *suite_conn(void)
 {
 	Suite *s = suite_create("conn");
@@ -745,6 +918,12 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_reject);
 	tcase_add_test(tc, test_request_trailing);
 	tcase_add_test(tc, test_conn_opts_api);
+	suite_add_tcase(s, tc);
+	/* Real sockets and a loop thread (the listener's counters). */
+	tc = tcase_create("listener");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_listener_cap);
+	tcase_add_test(tc, test_listener_emfile);
 	suite_add_tcase(s, tc);
 	return s;
 }

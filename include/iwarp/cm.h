@@ -245,12 +245,14 @@ int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
 #define IW_LINGER_MS_DEFAULT 3000
 #define IW_WAKE_COUNT_DEFAULT 6
 #define IW_DIRECT_MIN_DEFAULT 2048
+#define IW_MAX_PENDING_DEFAULT 1024
 
 /* Which fields of struct iw_conn_opts a call sets. */
 enum iw_conn_opts_mask {
 	IW_CONN_OPTS_LINGER = 1 << 0,     /* linger_ms */
 	IW_CONN_OPTS_WAKE_COUNT = 1 << 1, /* wake_count */
 	IW_CONN_OPTS_DIRECT_MIN = 1 << 2, /* direct_min */
+	IW_CONN_OPTS_MAX_PENDING = 1 << 3, /* max_pending */
 };
 
 /* A connection's tuning: what libiwarp otherwise fixes at the defaults
@@ -267,6 +269,11 @@ struct iw_conn_opts {
 	 * buffer (one readv); shorter ones go through the context's bounce
 	 * buffer and a copy, cheaper than a system call each. At least 1. */
 	uint32_t direct_min;
+	/* Listener: incoming connections still waiting for their MPA Request
+	 * (each holds a socket until the MPA timeout) at most; more are
+	 * reset as soon as they are accepted (iw_cm_listener_stats counts
+	 * them). At least 1. */
+	uint32_t max_pending;
 };
 
 /*
@@ -279,7 +286,7 @@ struct iw_conn_opts {
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  id or opts is NULL, comp_mask has an unknown bit, or
- *           direct_min is 0.
+ *           direct_min or max_pending is 0.
  */
 int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts);
 /*
@@ -291,6 +298,37 @@ int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts);
  *   EINVAL  id or opts is NULL.
  */
 int iw_cm_get_conn_opts(struct iw_cm_id *id, struct iw_conn_opts *opts);
+
+/* What a listener has seen since iw_cm_listen (iw_cm_listener_stats). */
+struct iw_cm_listener_stats {
+	uint32_t comp_mask;     /* none defined yet: 0 */
+	uint64_t accepted;      /* TCP connections accepted */
+	uint64_t requests;      /* CONNECT_REQUESTs raised */
+	uint64_t rejected_full; /* reset at once: max_pending handshakes were waiting */
+	uint64_t rejected_bad;  /* closed: not a valid MPA Request (garbage, bad key,
+				 * octets after it), no Reply sent */
+	uint64_t rejected_gone; /* the peer closed or reset before its Request was in */
+	uint64_t timed_out;     /* no complete Request within the MPA timeout */
+	uint64_t accept_errors; /* accept(2) failed for want of descriptors or memory
+				 * (EMFILE, ENFILE, ENOBUFS, ENOMEM) ... */
+	uint64_t accept_pauses; /* ... and the listener stopped accepting for a while
+				 * (100 ms, doubling to 1.6 s) instead of spinning */
+	int last_accept_error;  /* errno of the last such failure, 0 if none */
+	uint32_t pending;       /* connections waiting for their Request now */
+};
+
+/*
+ * Read a listener's counters: fill *out with what the listener has
+ * accepted, raised, refused and why since iw_cm_listen, and how many
+ * incoming connections wait for their MPA Request now. A listener that
+ * runs out of file descriptors stops accepting for a while and counts it
+ * here instead of spinning. Runs on the loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id or out is NULL, or id is not listening.
+ */
+int iw_cm_listener_stats(struct iw_cm_id *id, struct iw_cm_listener_stats *out);
 
 /*
  * Bind an id to a local address: record it (AF_INET or AF_INET6, copied)

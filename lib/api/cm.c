@@ -176,10 +176,11 @@ static int do_conn_opts(void *arg)
 	if (a->out) {
 		*a->out = (struct iw_conn_opts){
 			.comp_mask = IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT |
-				     IW_CONN_OPTS_DIRECT_MIN,
+				     IW_CONN_OPTS_DIRECT_MIN | IW_CONN_OPTS_MAX_PENDING,
 			.linger_ms = t->linger_ms,
 			.wake_count = t->wake_count,
 			.direct_min = t->direct_min,
+			.max_pending = t->max_pending,
 		};
 		return 0;
 	}
@@ -189,14 +190,18 @@ static int do_conn_opts(void *arg)
 		t->wake_count = a->in->wake_count;
 	if (a->in->comp_mask & IW_CONN_OPTS_DIRECT_MIN)
 		t->direct_min = a->in->direct_min;
+	if (a->in->comp_mask & IW_CONN_OPTS_MAX_PENDING)
+		t->max_pending = a->in->max_pending;
 	return 0;
 }
 
 IW_EXPORT int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts)
 {
-	const uint32_t known = IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT | IW_CONN_OPTS_DIRECT_MIN;
+	const uint32_t known = IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT |
+			       IW_CONN_OPTS_DIRECT_MIN | IW_CONN_OPTS_MAX_PENDING;
 	if (!id || !opts || (opts->comp_mask & ~known) ||
-	    ((opts->comp_mask & IW_CONN_OPTS_DIRECT_MIN) && !opts->direct_min))
+	    ((opts->comp_mask & IW_CONN_OPTS_DIRECT_MIN) && !opts->direct_min) ||
+	    ((opts->comp_mask & IW_CONN_OPTS_MAX_PENDING) && !opts->max_pending))
 		return EINVAL;
 	struct tune_args a = {iw_cm_id_int(id), opts, NULL};
 	return iw_ev_call(id->context, do_conn_opts, &a);
@@ -208,6 +213,29 @@ IW_EXPORT int iw_cm_get_conn_opts(struct iw_cm_id *id, struct iw_conn_opts *opts
 		return EINVAL;
 	struct tune_args a = {iw_cm_id_int(id), NULL, opts};
 	return iw_ev_call(id->context, do_conn_opts, &a);
+}
+
+struct lstats_args {
+	struct iw_cm_id_int *id;
+	struct iw_cm_listener_stats *out;
+};
+
+static int do_listener_stats(void *arg)
+{
+	struct lstats_args *a = arg;
+	if (a->id->conn.state != IW_CONN_LISTEN)
+		return EINVAL;
+	*a->out = a->id->lstats;
+	a->out->pending = a->id->num_children;
+	return 0;
+}
+
+IW_EXPORT int iw_cm_listener_stats(struct iw_cm_id *id, struct iw_cm_listener_stats *out)
+{
+	if (!id || !out)
+		return EINVAL;
+	struct lstats_args a = {iw_cm_id_int(id), out};
+	return iw_ev_call(id->context, do_listener_stats, &a);
 }
 
 /* On the loop thread, like every other change to an id. */

@@ -15,6 +15,7 @@ void iw_conn_tune_default(struct iw_conn_tune *t)
 	t->linger_ms = IW_LINGER_MS_DEFAULT;
 	t->wake_count = IW_WAKE_COUNT_DEFAULT;
 	t->direct_min = IW_DIRECT_MIN_DEFAULT;
+	t->max_pending = IW_MAX_PENDING_DEFAULT;
 }
 
 const char *iw_conn_state_str(enum iw_conn_state s)
@@ -110,8 +111,9 @@ static unsigned fail(struct iw_conn *c, unsigned ev, int status)
 }
 
 /* A responder-side connection the application never saw. */
-static unsigned drop(struct iw_conn *c)
+static unsigned drop(struct iw_conn *c, int status)
 {
+	set_why(c, status);
 	return close_now(c, true) | IW_CONN_EV_DROPPED;
 }
 
@@ -223,7 +225,7 @@ unsigned iw_conn_tcp_up(struct iw_conn *c, uint32_t mss)
 		return IW_CONN_EV_SEND;
 	}
 	if (iw_mpa_hs_init(&c->hs, false, &c->opts, 0, 0, NULL, 0))
-		return drop(c);
+		return drop(c, EINVAL);
 	c->state = IW_CONN_MPA_WAIT;
 	/* A Request that never completes is dropped, as siw does after 5 s. */
 	timer_set(&c->t_state, c->opts.timeout_ms);
@@ -418,7 +420,7 @@ static unsigned rx_request(struct iw_conn *c, const uint8_t *in, size_t len, siz
 	/* A bad Request, or octets after it (the initiator must wait for
 	 * our Reply): close without a Reply, as siw does. */
 	if (rc != IW_HS_EV_NONE || used != len)
-		return drop(c);
+		return drop(c, EPROTO);
 	return 0;
 }
 
@@ -451,7 +453,7 @@ unsigned iw_conn_eof(struct iw_conn *c)
 	case IW_CONN_MPA_REQ:
 		return fail(c, IW_CONN_EV_CONNECT_ERROR, ECONNRESET);
 	case IW_CONN_MPA_WAIT:
-		return drop(c);
+		return drop(c, ECONNRESET);
 	default:
 		return data_phase(c) ? disconnected(c, false, 0) : 0;
 	}
@@ -467,7 +469,7 @@ unsigned iw_conn_io_error(struct iw_conn *c, int err)
 	case IW_CONN_REJECT_FAIL:
 		return fail(c, IW_CONN_EV_CONNECT_ERROR, err);
 	case IW_CONN_MPA_WAIT:
-		return drop(c);
+		return drop(c, ECONNRESET);
 	case IW_CONN_REJECTING:
 		return close_now(c, true);
 	default:
@@ -563,7 +565,7 @@ static unsigned state_timeout(struct iw_conn *c)
 	case IW_CONN_MPA_REQ:
 		return fail(c, IW_CONN_EV_CONNECT_ERROR, ETIMEDOUT);
 	case IW_CONN_MPA_WAIT:
-		return drop(c);
+		return drop(c, ETIMEDOUT);
 	default:
 		/* The peer neither read our last octets nor closed. */
 		return data_phase(c) ? disconnected(c, true, ETIMEDOUT) : 0;

@@ -65,7 +65,8 @@ enum {
 	IW_CONN_EV_CONNECT_ERROR = 1 << 6, /* c->why */
 	IW_CONN_EV_UNREACHABLE = 1 << 7,   /* c->why */
 	IW_CONN_EV_DISCONNECTED = 1 << 8,  /* c->why */
-	IW_CONN_EV_DROPPED = 1 << 9,       /* responder, never shown: free it */
+	IW_CONN_EV_DROPPED = 1 << 9,       /* responder, never shown: free it (c->why: EPROTO
+					    * bad Request, ECONNRESET peer gone, ETIMEDOUT) */
 };
 
 /* Tuning (iw_conn_opts in cm.h), with the defaults of iw_conn_tune_default. */
@@ -73,6 +74,7 @@ struct iw_conn_tune {
 	uint32_t linger_ms;     /* after our FIN (or a TERMINATE), wait this long for the peer */
 	uint32_t wake_count;    /* siw wake-up Writes at most (iw_mpa_opts.wake_ms) */
 	uint32_t direct_min;    /* receive payloads of at least this many octets in place */
+	uint32_t max_pending;   /* listener: handshakes waiting for a Request at most */
 };
 void iw_conn_tune_default(struct iw_conn_tune *t);
 

@@ -285,6 +285,8 @@ static bool raise_request(struct iw_cm_id_int *id)
 	/* The application sees the id from here on: it no longer belongs to
 	 * the listener. */
 	ev->listen_id = id->listener ? &id->listener->pub : NULL;
+	if (id->listener)
+		id->listener->lstats.requests++;
 	iw_cm_child_unlink(id);
 	ev->param.responder_resources = (uint8_t)(hs->peer.ird > 255 ? 255 : hs->peer.ird);
 	ev->param.initiator_depth = (uint8_t)(hs->peer.ord > 255 ? 255 : hs->peer.ord);
@@ -336,6 +338,29 @@ static void raise_events(struct iw_cm_id_int *id, unsigned ev)
 		iw_cm_raise(id, IW_CM_EVENT_DISCONNECTED, c->why.status);
 }
 
+/* An incoming connection the application never saw is gone: its
+ * listener counts why (iw_cm_listener_stats). */
+static void count_drop(struct iw_cm_id_int *id)
+{
+	struct iw_cm_listener_stats *st = id->listener ? &id->listener->lstats : NULL;
+	if (!st)
+		return;
+	switch (id->conn.why.status) {
+	case ETIMEDOUT:
+		st->timed_out++;
+		break;
+	case ECONNRESET:
+		st->rejected_gone++;
+		break;
+	case EPROTO:
+	case EINVAL:
+		st->rejected_bad++;
+		break;
+	default:
+		break; /* dropped by us (listener destroyed, out of memory) */
+	}
+}
+
 #define OUTPUT (IW_CONN_EV_SEND | IW_CONN_EV_SHUTDOWN)
 
 /* Act on what a connection call returned, in conn.h's order. The id is
@@ -368,6 +393,7 @@ static void act(struct iw_cm_id_int *id, unsigned ev)
 	}
 	raise_events(id, ev);
 	if (ev & IW_CONN_EV_DROPPED) {
+		count_drop(id);
 		iw_cm_id_release(id);
 		return;
 	}
@@ -485,8 +511,22 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 
 /* ------------------------------------------------------------ listen */
 
+/* RST at once: the peer learns there is no room, and no fd lingers. */
+static void refuse(int fd)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
 static void accept_one(struct iw_cm_id_int *l, int fd)
 {
+	l->lstats.accepted++;
+	if (l->num_children >= l->conn.tune.max_pending) {
+		l->lstats.rejected_full++;
+		refuse(fd);
+		return;
+	}
 	void *user = __atomic_load_n(&l->pub.user_context, __ATOMIC_ACQUIRE); /* iw_cm_set_context */
 	struct iw_cm_id_int *id = iw_cm_id_alloc(l->ch, user);
 	if (!id) {
@@ -507,6 +547,31 @@ static void accept_one(struct iw_cm_id_int *l, int fd)
 	act(id, iw_conn_tcp_up(&id->conn, mss));
 }
 
+/* Out of descriptors (or memory): the pending connection stays in the
+ * kernel's queue and the level-triggered event would fire again at once.
+ * Stop accepting for a while, longer while it lasts (issue 16 bug 1). */
+static void accept_pause(struct iw_cm_id_int *l, int err)
+{
+	l->lstats.accept_errors++;
+	l->lstats.last_accept_error = err;
+	l->lstats.accept_pauses++;
+	l->pause_ms = l->pause_ms ? (l->pause_ms < 1600 ? l->pause_ms * 2 : 1600) : 100;
+	event_del(l->rd);
+	struct timeval tv = {.tv_sec = l->pause_ms / 1000, .tv_usec = (l->pause_ms % 1000) * 1000};
+	evtimer_add(l->tmo, &tv);
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct iw_cm_id_int *l = arg;
+	(void)fd;
+	(void)what;
+	iw_ev_enter(l->pub.context);
+	if (l->rd)
+		event_add(l->rd, NULL);
+	iw_ev_leave(l->pub.context);
+}
+
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct iw_cm_id_int *l = arg;
@@ -515,8 +580,15 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	iw_ev_enter(ctx);
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				accept_pause(l, errno);
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
 			break;
+		}
+		l->pause_ms = 0;
 		accept_one(l, fd);
 	}
 	iw_ev_leave(ctx);
@@ -541,7 +613,8 @@ int iw_cm_conn_listen(struct iw_cm_id_int *id)
 	socklen_t l = sizeof(id->pub.local_addr);
 	getsockname(fd, (struct sockaddr *)&id->pub.local_addr, &l);
 	id->rd = event_new(base_of(id), fd, EV_READ | EV_PERSIST, on_accept, id);
-	if (!id->rd || event_add(id->rd, NULL)) {
+	id->tmo = evtimer_new(base_of(id), on_accept_resume, id);
+	if (!id->rd || !id->tmo || event_add(id->rd, NULL)) {
 		close_fd(id, false);
 		return ENOMEM;
 	}

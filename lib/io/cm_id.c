@@ -149,6 +149,7 @@ static void kill_events(struct iw_cm_id_int *id)
 void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id)
 {
 	id->listener = l;
+	l->num_children++;
 	id->child_prev = NULL;
 	id->child_next = l->children;
 	if (l->children)
@@ -167,6 +168,7 @@ void iw_cm_child_unlink(struct iw_cm_id_int *id)
 		l->children = id->child_next;
 	if (id->child_next)
 		id->child_next->child_prev = id->child_prev;
+	l->num_children--;
 	id->listener = id->child_prev = id->child_next = NULL;
 }
 

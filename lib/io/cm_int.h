@@ -58,6 +58,11 @@ struct iw_cm_id_int {
 	 * and drops them if it is destroyed first. */
 	struct iw_cm_id_int *listener;
 	struct iw_cm_id_int *children, *child_prev, *child_next;
+	/* Listener: its counters, unseen children, and the pause after
+	 * accept(2) ran out of descriptors (ms, 0: not paused). */
+	struct iw_cm_listener_stats lstats;
+	uint32_t num_children;
+	uint32_t pause_ms;
 };
 
 static inline struct iw_cm_id_int *iw_cm_id_int(struct iw_cm_id *id)
