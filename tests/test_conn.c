@@ -30,6 +30,7 @@
 #include "engine/qp.h"
 #include "mempump.h"
 #include "suites.h"
+#include "testutil.h"
 
 #define APP_EV                                                                           \
 	(IW_CONN_EV_REQUEST | IW_CONN_EV_ESTABLISHED | IW_CONN_EV_REJECTED |             \
@@ -923,7 +924,12 @@ Suite *suite_conn(void)
 	tc = tcase_create("listener");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_listener_cap);
-	tcase_add_test(tc, test_listener_emfile);
+	/* valgrind keeps descriptors of its own above the limit it shows the
+	 * program and refuses to raise RLIMIT_NOFILE back, so this case's
+	 * arithmetic does not hold there: it runs natively and under ASan
+	 * (make check), not in CI's valgrind pass. */
+	if (!tu_under_valgrind())
+		tcase_add_test(tc, test_listener_emfile);
 	suite_add_tcase(s, tc);
 	return s;
 }

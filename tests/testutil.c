@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <check.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "iwv.h"
 #include "testutil.h"
@@ -22,4 +24,11 @@ size_t tu_unhex(uint8_t *out, size_t cap, const char *s)
 
 	ck_assert_msg(n >= 0, "malformed hex or buffer too small: %s", s);
 	return (size_t)n;
+}
+
+bool tu_under_valgrind(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+
+	return pre && strstr(pre, "vgpreload");
 }

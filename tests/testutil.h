@@ -3,10 +3,13 @@
 #ifndef IW_TEST_UTIL_H
 #define IW_TEST_UTIL_H
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* CRC32c by its reflected bitwise definition, independent of ISA-L. */
 uint32_t tu_ref_crc32c(const uint8_t *p, size_t n);
 /* Hex octets ("aa bb" or "aabb") into out; fails the test if malformed. */
 size_t tu_unhex(uint8_t *out, size_t cap, const char *s);
+/* True when the suite runs under valgrind (its preload is in LD_PRELOAD). */
+bool tu_under_valgrind(void);
 #endif
