@@ -25,6 +25,22 @@ need() {
 [ -x "$RUN" ] && [ -e "$IWARP_COMPAT_DIR/libibverbs.so.1" ] ||
 	skip "compat libraries not built (configure found no librdmacm-dev/libibverbs-dev)"
 
+# In an ASan+UBSan build (CI's second tree) Debian's binaries are not
+# instrumented, and the ASan runtime must come first in a process that
+# loads our libraries: RUN becomes a wrapper that preloads it for them.
+# The binaries' own allocations are not ours to judge, so LeakSanitizer is
+# off there; our libraries' leaks are checked by the Check suites.
+asan=$(ldd "$IWARP_COMPAT_DIR/libibverbs.so.1" 2>/dev/null |
+	sed -n 's/.*libasan[^ ]* => \([^ ]*\) .*/\1/p' | head -n 1)
+if [ -n "$asan" ]; then
+	wrap=$(mktemp "${TMPDIR:-/tmp}/iwarp-run-asan.XXXXXX") || exit 1
+	printf '#!/bin/sh\nLD_PRELOAD=%s${LD_PRELOAD:+:$LD_PRELOAD} ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %s "$@"\n' \
+		"$asan" "$RUN" >"$wrap"
+	chmod +x "$wrap"
+	RUN=$wrap
+	trap 'rm -f "$wrap"' EXIT
+fi
+
 # A TCP port nobody listens on now (the kernel's pick, released).
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

@@ -24,7 +24,7 @@ imports() { # "VERSION NAME" lines of the rdma-core symbols a program imports
 }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" ${wrap:+"$wrap"}' EXIT
 for l in libibverbs.so.1 librdmacm.so.1 libmlx5.so.1 libefa.so.1; do
 	exports "$IWARP_COMPAT_DIR/$l"
 done | sed 's/^(\(.*\))/\1/' | sort -u >"$tmp/ours"
