@@ -41,11 +41,12 @@ static void report(struct rp_stream *s, struct rp_mpa *m)
 /* A valid frame: keep it, and the FPDU stream begins right after it. */
 static void found(struct rp_stream *s, struct rp_mpa *m)
 {
-	size_t pd_at = (size_t)(m->f.pd - s->pend.p);
-
 	memcpy(s->mpa_raw, s->pend.p, m->len);
 	m->raw = s->mpa_raw;
-	m->f.pd = s->mpa_raw + pd_at;
+	/* A frame without private data has no pd pointer to move: offsetting
+	 * NULL from the pending buffer was out of bounds (fuzz_replay_capture). */
+	if (m->f.pd)
+		m->f.pd = s->mpa_raw + (size_t)(m->f.pd - s->pend.p);
 	s->mpa = *m;
 	s->has_mpa = true;
 	report(s, m);
