@@ -971,6 +971,8 @@ FUZZ_HARNESS static void reconnect(void)
 	F.events = 0;
 	F.qp_err_events = F.local_err_events = F.last_wqe_events = 0;
 	F.conn_lost = F.tap_complete = false;
+	/* A receive of the new connection may be the first to fail. */
+	F.rq_failed = false;
 	for (int d = 0; d < NUM_RECV; d++)
 		post_recv_def(d);
 	start();
