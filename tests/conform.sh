@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# tools/iwarp-conform against tools/iwarp-ping -s -P on 127.0.0.1: every
+# tools/iwarp-conform against tools/iwarp-ping -s -P on 127.0.0.1 (and, for
+# Group 2, iwarp-ping -c connecting to it once per case): every
 # case of the catalogue must PASS (none FAIL, DEVIATES or SKIP) except the
 # CRC-off data cases, which SKIP because that server asks for CRC and PASS
 # in a second run against a server started with --no-crc; the JSON
@@ -60,7 +61,17 @@ LIMIT=120
 TO=
 command -v timeout >/dev/null 2>&1 && TO="timeout $LIMIT"
 
+# Group 2: iwarp-conform listens and starts iwarp-ping -c per case (one
+# connection each; the client's MPA timeout is 2 s as well). The cases that
+# need another offer get it: 2.2 a Request without C, 2.7 the SEND RTR
+# offered, 2.23 a rev 1 Request.
+CLIENT='case $IWARP_CONFORM_CASE in 2.2) x=--no-crc;; 2.7) x="--rtr send";;
+	2.23) x="--mpa-rev 1";; *) x=;; esac
+	exec "$IWARP_PING" -c -a 127.0.0.1 -p "$IWARP_CONFORM_PORT" -C 1 --timeout 2 $x'
+IWARP_PING=$PING
+export IWARP_PING
 $TO "$CONFORM" --peer-timeout 2000 --wait 2000 --size 65536 \
+	--listen 127.0.0.1:0 --client-cmd "$CLIENT" --accept-wait 10000 \
 	--json "$TMP/r.json" --junit "$TMP/r.xml" --markdown "$TMP/r.md" --pcap-dir "$TMP" \
 	127.0.0.1 "$PORT" >"$TMP/run.out" 2>&1
 rc=$?
@@ -97,7 +108,17 @@ $TO "$CONFORM" --only 3. --wait 2000 --size 65536 127.0.0.1 "$PORT" >"$TMP/nocrc
 grep -q ' 0 FAIL, 0 DEVIATES, 0 SKIP' "$TMP/nocrc.out" || fail "Group 3 without CRC: not all PASS"
 echo "conform: Group 3 against iwarp-ping -s --no-crc: ok"
 
+# Without --listen, Group 2 says why it cannot run.
+$TO "$CONFORM" --only 2.1 --json "$TMP/g2.json" 127.0.0.1 "$PORT" >"$TMP/g2.out" 2>&1 ||
+	fail "Group 2 without --listen"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cases"]; assert c and all(x["result"]=="SKIP" and "--listen" in x["detail"] for x in c)' "$TMP/g2.json" ||
+	fail "Group 2 without --listen did not SKIP naming --listen"
+echo "conform: Group 2 without --listen: SKIP: ok"
+
 "$CONFORM" --list >"$TMP/list.out" || fail "--list"
+grep -q '^2\.32 ' "$TMP/list.out" || fail "--list lacks Group 2"
+[ "$("$CONFORM" --list --only 2.1 --skip 2.1,2.12 | cut -d' ' -f1 | tr '\n' ' ')" = \
+	"2.10 2.11 2.13 2.14 2.15 2.16 2.17 2.18 2.19 " ] || fail "--only with --skip"
 "$CONFORM" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no peer should be a usage error (2)"
 echo "conform: command line: ok"

@@ -31,9 +31,13 @@ struct cf_opts {
 	unsigned wait_ms;         /* how long to wait for any answer */
 	const char *quirks;       /* deviations file */
 	const char *only;         /* case id prefix filter */
+	const char *skip;         /* comma-separated case ids left out */
 	const char *json, *md, *junit; /* output paths */
 	const char *pcap_dir;     /* a capture per case there */
 	uint32_t size;            /* the peer's rping buffer size (iwarp-ping -S) */
+	const char *listen;       /* Group 2: [ADDR:]PORT the peer connects to */
+	const char *client_cmd;   /* Group 2: shell command started per case */
+	unsigned accept_ms;       /* Group 2: how long to wait for the peer to connect */
 	bool verbose;
 };
 
@@ -89,6 +93,14 @@ struct cf_conn {
 };
 
 int cf_connect(struct cf_conn *k, struct cf_ctx *c);
+/* Reset k for a new connection; after the socket exists: Nagle off, capture. */
+void cf_conn_init(struct cf_conn *k, struct cf_ctx *c);
+void cf_conn_opened(struct cf_conn *k);
+/* Group 2 (listen.c): the next connection from the peer on --listen, after
+ * starting --client-cmd if given; the peer's side ends with cf_peer_done. */
+int cf_accept(struct cf_conn *k, struct cf_ctx *c);
+void cf_peer_done(void);
+void cf_listen_close(void);
 void cf_close(struct cf_conn *k);
 /* Send n octets, at most seg per send() (0: all at once), logged. */
 int cf_send(struct cf_conn *k, const uint8_t *p, size_t n, size_t seg);
@@ -135,6 +147,9 @@ struct cf_reply {
 int cf_mpa_try(struct cf_conn *k, struct cf_ctx *c, const struct cf_req *q, struct cf_reply *rep,
 	       unsigned ms);
 const char *cf_mpa_out_str(enum cf_mpa_out o);
+/* Read one MPA frame of that kind (or see the close) within ms; 0, or -1
+ * on a socket error. The peer's Request is read this way in Group 2. */
+int cf_mpa_read(struct cf_conn *k, struct cf_reply *rep, unsigned ms, enum iw_mpa_kind kind);
 /* After an accepting Reply: set up the FPDU codecs and send the RTR the
  * Reply chose (none without P2P); a READ RTR's zero-length Read Response is
  * awaited. 0 or -1 (reported). */
@@ -167,8 +182,8 @@ int cf_seg_recv(struct cf_conn *k, struct cf_seg *g, unsigned ms);
 
 /* ------------------------------------------------------------ catalogue */
 
-extern const struct cf_case cf_group1[], cf_group3[], cf_group4[];
-extern const size_t cf_group1_n, cf_group3_n, cf_group4_n;
+extern const struct cf_case cf_group1[], cf_group2[], cf_group3[], cf_group4[];
+extern const size_t cf_group1_n, cf_group2_n, cf_group3_n, cf_group4_n;
 const char *cf_group_name(char g);
 
 /* ------------------------------------------------------------ quirks, output */

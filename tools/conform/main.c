@@ -16,7 +16,7 @@ const char *cf_group_name(char g)
 {
 	switch (g) {
 	case '1': return "MPA, the peer as responder";
-	case '2': return "MPA, the peer as initiator";
+	case '2': return "MPA, the peer as initiator (it connects to us)";
 	case '3': return "data transfer (rping protocol)";
 	case '4': return "errors the wire can cause";
 	default: return "?";
@@ -29,12 +29,19 @@ static void usage(FILE *f)
 		"usage: iwarp-conform [options] HOST [PORT]\n"
 		"  --list             list the cases and exit\n"
 		"  --only=PREFIX      run the cases whose id starts with PREFIX (\"1.\", \"4.3\")\n"
+		"  --skip=ID[,ID...]  leave out these cases\n"
 		"  --deviations=FILE  known peer quirks (ID OBSERVED | WHY per line)\n"
 		"  --peer-timeout=MS  the peer's MPA handshake timeout (default 12000)\n"
 		"  --wait=MS          how long to wait for any answer (default 2000)\n"
 		"  --size=N           the peer's rping buffer size, iwarp-ping -S (default 65536)\n"
 		"  --json=F --markdown=F --junit=F   write those reports\n"
 		"  --pcap-dir=DIR     write each case's exchange to DIR/case-ID.pcap\n"
+		"Group 2 (the peer connects to us, one connection per case):\n"
+		"  --listen=[ADDR:]PORT  listen there (port 0: the kernel picks; printed)\n"
+		"  --client-cmd=CMD   start CMD (sh -c) before each Group 2 case, stop it after;\n"
+		"                     it finds the port in $IWARP_CONFORM_PORT, the case in\n"
+		"                     $IWARP_CONFORM_CASE\n"
+		"  --accept-wait=MS   how long to wait for the peer to connect (default 60000)\n"
 		"  -v                 print each case's evidence\n");
 }
 
@@ -42,11 +49,14 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 {
 	static const struct option lo[] = {
 		{"list", no_argument, NULL, 'l'}, {"only", required_argument, NULL, 'o'},
+		{"skip", required_argument, NULL, 's'},
 		{"deviations", required_argument, NULL, 'd'},
 		{"peer-timeout", required_argument, NULL, 't'}, {"wait", required_argument, NULL, 'w'},
 		{"size", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
 		{"markdown", required_argument, NULL, 'm'}, {"junit", required_argument, NULL, 'x'},
-		{"pcap-dir", required_argument, NULL, 'P'},
+		{"pcap-dir", required_argument, NULL, 'P'}, {"listen", required_argument, NULL, 'L'},
+		{"client-cmd", required_argument, NULL, 'C'},
+		{"accept-wait", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	int ch;
 
@@ -54,6 +64,7 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 		switch (ch) {
 		case 'l': *list = true; break;
 		case 'o': o->only = optarg; break;
+		case 's': o->skip = optarg; break;
 		case 'd': o->quirks = optarg; break;
 		case 't': o->peer_timeout_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'w': o->wait_ms = (unsigned)strtoul(optarg, NULL, 0); break;
@@ -63,6 +74,9 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 		case 'x': o->junit = optarg; break;
 		case 'v': o->verbose = true; break;
 		case 'P': o->pcap_dir = optarg; break;
+		case 'L': o->listen = optarg; break;
+		case 'C': o->client_cmd = optarg; break;
+		case 'A': o->accept_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -71,7 +85,7 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 		o->host = argv[optind++];
 	if (optind < argc)
 		o->port = argv[optind++];
-	return (o->host || *list) && optind == argc && o->wait_ms ? 0 : -1;
+	return (o->host || o->listen || *list) && optind == argc && o->wait_ms ? 0 : -1;
 }
 
 struct group {
@@ -79,8 +93,24 @@ struct group {
 	const size_t *n;
 };
 static const struct group groups[] = {
-	{cf_group1, &cf_group1_n}, {cf_group3, &cf_group3_n}, {cf_group4, &cf_group4_n}};
+	{cf_group1, &cf_group1_n}, {cf_group2, &cf_group2_n}, {cf_group3, &cf_group3_n},
+	{cf_group4, &cf_group4_n}};
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
+/* Is id one of the comma-separated list? */
+static bool listed(const char *list, const char *id)
+{
+	size_t n = strlen(id);
+
+	while (list && *list) {
+		size_t len = strcspn(list, ",");
+
+		if (len == n && !strncmp(list, id, n))
+			return true;
+		list += len + (list[len] == ',');
+	}
+	return false;
+}
 
 static size_t select_cases(const struct cf_opts *o, struct cf_run *runs)
 {
@@ -90,7 +120,8 @@ static size_t select_cases(const struct cf_opts *o, struct cf_run *runs)
 		for (size_t i = 0; i < *groups[g].n; i++) {
 			const struct cf_case *cs = &groups[g].c[i];
 
-			if (o->only && strncmp(cs->id, o->only, strlen(o->only)))
+			if ((o->only && strncmp(cs->id, o->only, strlen(o->only))) ||
+			    listed(o->skip, cs->id))
 				continue;
 			if (runs)
 				runs[n].cs = cs;
@@ -128,7 +159,7 @@ static int outputs(const struct cf_opts *o, const struct cf_run *runs, size_t n)
 int main(int argc, char **argv)
 {
 	struct cf_opts o = {.port = "7174", .peer_timeout_ms = 12000, .wait_ms = 2000,
-			    .size = 65536};
+			    .size = 65536, .accept_ms = 60000};
 	struct cf_quirk *q = NULL;
 	struct cf_run *runs;
 	size_t n, nq = 0, fails = 0;
@@ -158,6 +189,7 @@ int main(int argc, char **argv)
 	}
 	if (!list && outputs(&o, runs, n))
 		fails++;
+	cf_listen_close();
 	for (size_t i = 0; i < n; i++)
 		cf_log_free(&runs[i].r.log);
 	free(runs);

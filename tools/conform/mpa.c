@@ -69,9 +69,9 @@ const char *cf_mpa_out_str(enum cf_mpa_out o)
 	return s[o];
 }
 
-static bool reply_in(struct cf_conn *k, struct cf_reply *rep, size_t *used)
+static bool reply_in(struct cf_conn *k, struct cf_reply *rep, size_t *used, enum iw_mpa_kind kind)
 {
-	int rc = iw_mpa_frame_parse(&rep->f, used, &rep->why, IW_MPA_REPLY, k->in, k->in_len, 0);
+	int rc = iw_mpa_frame_parse(&rep->f, used, &rep->why, kind, k->in, k->in_len, 0);
 
 	if (rc == -EAGAIN)
 		return false;
@@ -85,15 +85,15 @@ static void keep_raw(struct cf_conn *k, struct cf_reply *rep, size_t used)
 	memcpy(rep->raw, k->in, rep->raw_len);
 	cf_log_hex(&k->c->r->log, "rx", rep->raw, rep->raw_len);
 	if (rep->out == CF_MPA_BAD)
-		cf_log_add(&k->c->r->log, "   the Reply is invalid: %s", iw_wire_err_str(rep->why));
-	/* The Reply's private data points into k->in: move it to raw. */
+		cf_log_add(&k->c->r->log, "   the frame is invalid: %s", iw_wire_err_str(rep->why));
+	/* The frame's private data points into k->in: move it to raw. */
 	if (rep->out != CF_MPA_BAD && rep->f.pd_len)
 		rep->f.pd = rep->raw + (rep->f.pd - k->in);
 	memmove(k->in, k->in + used, k->in_len - used);
 	k->in_len -= used;
 }
 
-static int read_reply(struct cf_conn *k, struct cf_reply *rep, unsigned ms)
+int cf_mpa_read(struct cf_conn *k, struct cf_reply *rep, unsigned ms, enum iw_mpa_kind kind)
 {
 	uint64_t deadline = cf_now_ns() + (uint64_t)ms * 1000000u;
 	size_t used = 0;
@@ -101,7 +101,7 @@ static int read_reply(struct cf_conn *k, struct cf_reply *rep, unsigned ms)
 	for (;;) {
 		int rc;
 
-		if (reply_in(k, rep, &used)) {
+		if (reply_in(k, rep, &used, kind)) {
 			if (rep->out == CF_MPA_BAD)
 				used = k->in_len;
 			keep_raw(k, rep, used);
@@ -132,7 +132,7 @@ int cf_mpa_try(struct cf_conn *k, struct cf_ctx *c, const struct cf_req *q, stru
 		n = (size_t)q->trunc;
 	if (n && cf_send(k, buf, n, q->seg))
 		return -1;
-	return read_reply(k, rep, ms);
+	return cf_mpa_read(k, rep, ms, IW_MPA_REPLY);
 }
 
 static int await_read_resp(struct cf_conn *k)

@@ -48,7 +48,7 @@ int cf_out_md(const char *path, const struct cf_run *runs, size_t n, const struc
 	if (!f)
 		return -1;
 	counts(runs, n, c);
-	fprintf(f, "# iwarp-conform against %s:%s\n\n", o->host, o->port);
+	fprintf(f, "# iwarp-conform against %s:%s\n\n", o->host ? o->host : "-", o->port);
 	fprintf(f, "%zu cases: %zu PASS, %zu FAIL, %zu DEVIATES, %zu SKIP\n\n", n, c[CF_PASS],
 		c[CF_FAIL], c[CF_DEVIATES], c[CF_SKIP]);
 	fprintf(f, "| Test | Result | Case | Checks | Detail |\n|---|---|---|---|---|\n");
@@ -91,7 +91,7 @@ int cf_out_json(const char *path, const struct cf_run *runs, size_t n, const str
 		return -1;
 	counts(runs, n, c);
 	fprintf(f, "{\"peer\": ");
-	json_str(f, o->host);
+	json_str(f, o->host ? o->host : "-");
 	fprintf(f, ", \"port\": ");
 	json_str(f, o->port);
 	fprintf(f, ", \"summary\": {\"pass\": %zu, \"fail\": %zu, \"deviates\": %zu, \"skip\": %zu},\n"
@@ -144,7 +144,7 @@ int cf_out_junit(const char *path, const struct cf_run *runs, size_t n, const st
 	counts(runs, n, c);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	fprintf(f, "<testsuite name=\"iwarp-conform %s:%s\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n",
-		o->host, o->port, n, c[CF_FAIL], c[CF_SKIP]);
+		o->host ? o->host : "-", o->port, n, c[CF_FAIL], c[CF_SKIP]);
 	for (size_t i = 0; i < n; i++) {
 		const struct cf_run *x = &runs[i];
 

@@ -35,18 +35,32 @@ const char *cf_io_str(int rc)
 	}
 }
 
+void cf_conn_init(struct cf_conn *k, struct cf_ctx *c)
+{
+	memset(k, 0, offsetof(struct cf_conn, in));
+	k->c = c;
+	k->fd = -1;
+	k->in_len = 0;
+}
+
+void cf_conn_opened(struct cf_conn *k)
+{
+	int one = 1;
+
+	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	cf_pcap_open(k);
+}
+
 int cf_connect(struct cf_conn *k, struct cf_ctx *c)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
-	int one = 1, rc;
+	int rc;
 
-	memset(k, 0, offsetof(struct cf_conn, in));
-	k->c = c;
-	k->pcap = NULL;
-	k->fd = -1;
-	k->in_len = 0;
-	k->eof = k->reset = false;
-	memset(k->msn, 0, sizeof(k->msn));
+	cf_conn_init(k, c);
+	if (!c->o->host) {
+		cf_log_add(&c->r->log, "no HOST given: this case connects to the peer");
+		return -1;
+	}
 	rc = getaddrinfo(c->o->host, c->o->port, &hints, &ai);
 	if (rc) {
 		cf_log_add(&c->r->log, "resolve %s: %s", c->o->host, gai_strerror(rc));
@@ -60,8 +74,7 @@ int cf_connect(struct cf_conn *k, struct cf_ctx *c)
 		return -1;
 	}
 	freeaddrinfo(ai);
-	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	cf_pcap_open(k);
+	cf_conn_opened(k);
 	return 0;
 }
 
