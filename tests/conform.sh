@@ -5,7 +5,8 @@
 # Group 2, iwarp-ping -c connecting to it once per case): every
 # case of the catalogue must PASS (none FAIL, DEVIATES or SKIP) except the
 # CRC-off data cases, which SKIP because that server asks for CRC and PASS
-# in a second run against a server started with --no-crc; the JSON
+# in a second run against a server started with --no-crc, and the cases
+# that need the peer to ask for markers, which PASS against --markers; the JSON
 # and JUnit reports must parse and agree with the run (tests/conform_check.py),
 # each case must leave its capture (--pcap-dir),
 # and the deviations file logic must hold: a quirk listed for a case that
@@ -44,7 +45,7 @@ fail() {
 start_server() {
 	name=$1
 	shift
-	"$PING" -s -P -a 127.0.0.1 -p 0 -d -S 65536 --timeout 2 "$@" >"$TMP/$name.out" 2>&1 &
+	"$PING" -s -P -a 127.0.0.1 -p 0 -d -S 1048576 --timeout 2 "$@" >"$TMP/$name.out" 2>&1 &
 	SPID=$!
 	PORT=
 	i=0
@@ -70,16 +71,18 @@ CLIENT='case $IWARP_CONFORM_CASE in 2.2) x=--no-crc;; 2.7) x="--rtr send";;
 	exec "$IWARP_PING" -c -a 127.0.0.1 -p "$IWARP_CONFORM_PORT" -C 1 --timeout 2 $x'
 IWARP_PING=$PING
 export IWARP_PING
-$TO "$CONFORM" --peer-timeout 2000 --wait 2000 --size 65536 \
+$TO "$CONFORM" --peer-timeout 2000 --wait 2000 --size 1048576 \
 	--listen 127.0.0.1:0 --client-cmd "$CLIENT" --accept-wait 10000 \
 	--json "$TMP/r.json" --junit "$TMP/r.xml" --markdown "$TMP/r.md" --pcap-dir "$TMP" \
 	127.0.0.1 "$PORT" >"$TMP/run.out" 2>&1
 rc=$?
 cat "$TMP/run.out"
 [ $rc -eq 0 ] || fail "iwarp-conform exited $rc"
-# Only the CRC-off data cases may SKIP here.
-NOCRC=3.8,3.9,3.10,3.11,3.15
-python3 "$S/tests/conform_check.py" "$TMP/r.json" "$TMP/r.xml" "$TMP/r.md" "$NOCRC" ||
+# Only the CRC-off data cases and those that need the peer to ask for
+# markers may SKIP here.
+NOCRC=3.8,3.9,3.10,3.11,3.15,3.19
+MARKERS=3.17,4.16
+python3 "$S/tests/conform_check.py" "$TMP/r.json" "$TMP/r.xml" "$TMP/r.md" "$NOCRC,$MARKERS" ||
 	fail "a case did not pass, or the reports do not parse or disagree"
 echo "conform: catalogue against iwarp-ping -s: ok"
 # Every case connects, so every case has its capture: a classic pcap with
@@ -103,10 +106,20 @@ echo "conform: a vanished quirk fails: ok"
 
 kill "$SPID" && wait "$SPID" 2>/dev/null
 start_server nocrc --no-crc
-$TO "$CONFORM" --only 3. --wait 2000 --size 65536 127.0.0.1 "$PORT" >"$TMP/nocrc.out" 2>&1 ||
-	fail "Group 3 against a server without CRC"
+$TO "$CONFORM" --only 3. --skip "$MARKERS" --wait 2000 --size 1048576 127.0.0.1 "$PORT" \
+	>"$TMP/nocrc.out" 2>&1 || fail "Group 3 against a server without CRC"
 grep -q ' 0 FAIL, 0 DEVIATES, 0 SKIP' "$TMP/nocrc.out" || fail "Group 3 without CRC: not all PASS"
 echo "conform: Group 3 against iwarp-ping -s --no-crc: ok"
+
+# A server that asks for markers (M in its Reply): our FPDUs carry them.
+kill "$SPID" && wait "$SPID" 2>/dev/null
+start_server markers --markers
+for id in ${MARKERS%%,*} ${MARKERS#*,}; do
+	$TO "$CONFORM" --only "$id" --size 1048576 127.0.0.1 "$PORT" >"$TMP/m$id.out" 2>&1 ||
+		fail "case $id against iwarp-ping -s --markers"
+	grep -q '^1 cases: 1 PASS' "$TMP/m$id.out" || fail "case $id with markers: not PASS"
+done
+echo "conform: markers both ways and a bad marker against iwarp-ping -s --markers: ok"
 
 # Without --listen, Group 2 says why it cannot run.
 $TO "$CONFORM" --only 2.1 --json "$TMP/g2.json" 127.0.0.1 "$PORT" >"$TMP/g2.out" 2>&1 ||

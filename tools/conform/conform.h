@@ -90,6 +90,7 @@ struct cf_conn {
 	struct iw_fpdu_tx tx;
 	struct iw_fpdu_rx rx;
 	uint32_t msn[4]; /* next MSN we send per untagged queue */
+	uint16_t peer_ird; /* the Reply's IRD (0: not negotiated) */
 };
 
 int cf_connect(struct cf_conn *k, struct cf_ctx *c);
@@ -154,8 +155,9 @@ int cf_mpa_read(struct cf_conn *k, struct cf_reply *rep, unsigned ms, enum iw_mp
  * Reply chose (none without P2P); a READ RTR's zero-length Read Response is
  * awaited. 0 or -1 (reported). */
 int cf_mpa_finish(struct cf_conn *k, const struct cf_req *q, const struct cf_reply *rep);
-/* A good connection: rev 2, enhanced, P2P, WRITE RTR, crc as given. */
-int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc);
+/* A good connection: rev 2, enhanced, P2P, WRITE RTR, crc as given, M
+ * (markers towards us) if markers. */
+int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc, bool markers);
 
 /* ------------------------------------------------------------ FPDUs */
 

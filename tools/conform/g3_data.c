@@ -26,6 +26,9 @@ struct g3 {
 	bool crc;
 	enum segm sg;
 	uint32_t chunk; /* Read Response payload per FPDU (0: as much as MULPDU allows) */
+	bool markers;   /* ask for markers towards us (M in our Request) */
+	bool both;      /* and need the peer to ask for them too (M in its Reply) */
+	bool se;        /* our advertisements as Send with Solicited Event */
 };
 
 #define SRC_ADDR 0x100000u
@@ -76,7 +79,8 @@ static int send_advert(struct ping *p, uint64_t addr, uint32_t stag)
 	size_t hl, len;
 
 	advert_pack(adv, &a);
-	hl = cf_hdr_untagged(h, IW_OP_SEND, IW_QN_SEND, ++p->k->msn[IW_QN_SEND], 0, true);
+	hl = cf_hdr_untagged(h, p->a->se ? IW_OP_SEND_SE : IW_OP_SEND, IW_QN_SEND,
+			     ++p->k->msn[IW_QN_SEND], 0, true);
 	len = cf_fpdu_frame(p->k, f, sizeof(f), h, hl, adv, sizeof(adv), false);
 	return len ? put(p, f, len, hl, sizeof(adv)) : -1;
 }
@@ -202,8 +206,13 @@ static void run(struct cf_ctx *c, const void *arg)
 
 	if (!k)
 		return cf_fail(c, "", "out of memory");
-	if (cf_establish(k, c, a->crc)) {
+	if (cf_establish(k, c, a->crc, a->markers)) {
 		cf_fail(c, "no connection", "the handshake failed");
+		goto out;
+	}
+	if (a->both && !k->markers_tx) {
+		cf_skip(c, "the peer does not ask for markers (no M in its Reply): run this case "
+			   "against a peer that does (iwarp-ping -s --markers)");
 		goto out;
 	}
 	if (!a->crc && k->crc) {
@@ -225,8 +234,11 @@ static void run(struct cf_ctx *c, const void *arg)
 		if (bad)
 			cf_fail(c, "ping failed", "%s", bad);
 		else
-			cf_pass(c, "ok", "%u octets READ and WRITTEN back intact (CRC %s, %u per FPDU)",
-				p.n, k->crc ? "on" : "off", p.per_fpdu);
+			cf_pass(c, "ok",
+				"%u octets READ and WRITTEN back intact (CRC %s, markers to us %s, "
+				"to the peer %s, %u per FPDU)",
+				p.n, k->crc ? "on" : "off", k->markers_rx ? "on" : "off",
+				k->markers_tx ? "on" : "off", p.per_fpdu);
 	}
 	free(p.src);
 	free(p.sink);
@@ -235,15 +247,24 @@ out:
 	free(k);
 }
 
+/* pre, pre_on, size, crc, segmentation, chunk, then named extras. */
+#define G(pre_, on_, size_, crc_, sg_, chunk_, ...)                                              \
+	{.pre = pre_, .pre_on = on_, .size = size_, .crc = crc_, .sg = sg_, .chunk = chunk_,      \
+	 __VA_ARGS__}
 static const struct g3 a[] = {
-	{0, true, 64, true, SG_WHOLE, 0}, {1, true, 64, true, SG_WHOLE, 0},
-	{0, false, 64, true, SG_WHOLE, 0},       {0, false, -1, true, SG_WHOLE, 0},
-	{0, false, -2, true, SG_WHOLE, 0},       {0, false, -3, true, SG_WHOLE, 0},
-	{0, false, 65536, true, SG_WHOLE, 0},    {0, false, 64, false, SG_WHOLE, 0},
-	{0, false, -2, false, SG_WHOLE, 0},      {0, false, -3, false, SG_WHOLE, 0},
-	{0, false, 65536, false, SG_WHOLE, 0},   {0, false, 4096, true, SG_BATCH, 512},
-	{0, false, 4096, true, SG_HDRSPLIT, 1024}, {0, false, 64, true, SG_OCTET, 0},
-	{0, false, 4096, false, SG_HDRSPLIT, 1000},
+	G(0, true, 64, true, SG_WHOLE, 0), G(1, true, 64, true, SG_WHOLE, 0),
+	G(0, false, 64, true, SG_WHOLE, 0),       G(0, false, -1, true, SG_WHOLE, 0),
+	G(0, false, -2, true, SG_WHOLE, 0),       G(0, false, -3, true, SG_WHOLE, 0),
+	G(0, false, 65536, true, SG_WHOLE, 0),    G(0, false, 64, false, SG_WHOLE, 0),
+	G(0, false, -2, false, SG_WHOLE, 0),      G(0, false, -3, false, SG_WHOLE, 0),
+	G(0, false, 65536, false, SG_WHOLE, 0),   G(0, false, 4096, true, SG_BATCH, 512),
+	G(0, false, 4096, true, SG_HDRSPLIT, 1024), G(0, false, 64, true, SG_OCTET, 0),
+	G(0, false, 4096, false, SG_HDRSPLIT, 1000),
+	G(0, false, 4096, true, SG_WHOLE, 0, .markers = true),
+	G(0, false, 65536, true, SG_WHOLE, 0, .markers = true, .both = true),
+	G(0, false, 1 << 20, true, SG_WHOLE, 0),
+	G(0, false, 1 << 20, false, SG_WHOLE, 0),
+	G(0, false, 4096, true, SG_WHOLE, 0, .se = true),
 };
 
 const struct cf_case cf_group3[] = {
@@ -262,5 +283,11 @@ const struct cf_case cf_group3[] = {
 	{"3.13", "FPDUs split at every header boundary", "RFC 5044 5", run, &a[12]},
 	{"3.14", "one octet per TCP segment", "RFC 5044 5", run, &a[13]},
 	{"3.15", "split at header boundaries, no CRC, odd pad", "RFC 5044 5", run, &a[14]},
+	{"3.16", "ping of 4096, markers requested (the peer's FPDUs carry them)", "RFC 5044 5.1",
+	 run, &a[15]},
+	{"3.17", "ping of 64 KiB, markers both ways", "RFC 5044 5.1", run, &a[16]},
+	{"3.18", "ping of 1 MiB, CRC", "RFC 5041 5.2", run, &a[17]},
+	{"3.19", "ping of 1 MiB, no CRC", "RFC 5041 5.2", run, &a[18]},
+	{"3.20", "advertisements as Send with Solicited Event", "RFC 5040 5.3", run, &a[19]},
 };
 const size_t cf_group3_n = sizeof(cf_group3) / sizeof(cf_group3[0]);

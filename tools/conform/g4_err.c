@@ -17,7 +17,7 @@
 
 enum fault {
 	F_STAG, F_BOUNDS, F_RIGHTS, F_DDPV_U, F_DDPV_T, F_RDMAPV, F_OPCODE, F_QN, F_MSN, F_MO,
-	F_CRC, F_TOO_LONG, F_NO_BUF, F_UNSOL, F_TRUNC,
+	F_CRC, F_TOO_LONG, F_NO_BUF, F_UNSOL, F_TRUNC, F_MARKER, F_IRD, F_INV,
 };
 
 struct g4 {
@@ -42,6 +42,8 @@ struct sent {
 };
 
 static const uint8_t pl8[8] = "conform";
+#define MARKER_PL 600 /* octets: a marker falls inside whatever the stream offset */
+#define IRD_EXTRA 8   /* Read Requests beyond the peer's IRD, in one segment */
 
 static size_t untagged(struct cf_conn *k, uint8_t *h, unsigned op, uint32_t qn)
 {
@@ -85,8 +87,78 @@ static void build(struct cf_conn *k, const struct g4 *a, const struct iw_read_re
 	case F_NO_BUF: s->hl = untagged(k, h, IW_OP_SEND, 0); break;
 	case F_UNSOL: s->hl = cf_hdr_tagged(h, IW_OP_READ_RESP, 0x00ABCD00u, 0, true); break;
 	case F_TRUNC: s->hl = untagged(k, h, IW_OP_SEND, 0); break;
+	case F_MARKER:
+		/* A legal Write into the peer's sink, long enough to hold a marker. */
+		s->hl = cf_hdr_tagged(h, IW_OP_WRITE, rr->sink_stag, rr->sink_to, true);
+		*n = MARKER_PL;
+		break;
+	case F_INV: {
+		struct iw_ddp_hdr d = {.ctrl = iw_ddp_ctrl(false, true),
+				       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_SEND_INV),
+				       .inv_stag = 0x00ABCD00u, .qn = IW_QN_SEND,
+				       .msn = ++k->msn[IW_QN_SEND]};
+		s->hl = (size_t)iw_ddp_hdr_build(h, IW_FPDU_HDR_MAX, &d);
+		break;
+	}
+	case F_IRD: {
+		struct iw_read_req z = {.sink_stag = CF_OUR_STAG, .src_stag = 1};
+		s->hl = untagged(k, h, IW_OP_READ_REQ, IW_QN_READ_REQ);
+		s->hl += (size_t)iw_rdmap_read_req_build(h + s->hl, 64, &z);
+		*n = 0;
+		break;
+	}
 	}
 	s->ulpdu_len = (uint16_t)(s->hl + *n);
+}
+
+/* Frame the Write, then break the first marker in it: its FPDUPTR no
+ * longer points at the FPDU's start (RFC 5044 5.1). The CRC does not cover
+ * markers, so it stays good. */
+static int send_bad_marker(struct cf_conn *k, struct sent *s)
+{
+	static uint8_t pl[MARKER_PL];
+	uint8_t *frame = malloc(MARKER_PL + 256);
+	size_t at = (IW_MPA_MARKER_INTERVAL - k->tx.stream_off % IW_MPA_MARKER_INTERVAL) %
+		    IW_MPA_MARKER_INTERVAL;
+	size_t len = frame ? cf_fpdu_frame(k, frame, MARKER_PL + 256, s->hdr, s->hl, pl,
+					   sizeof(pl), false) : 0;
+	int rc = -1;
+
+	if (len > at + IW_MPA_MARKER_LEN) {
+		cf_log_add(&k->c->r->log, "marker at frame offset %zu: FPDUPTR %02x %02x -> +0x100",
+			   at, frame[at + 2], frame[at + 3]);
+		frame[at + 2] ^= 0x01;
+		rc = cf_send(k, frame, len, 0);
+	}
+	free(frame);
+	return rc;
+}
+
+/* More zero-length Read Requests than the peer's IRD, in one segment, so
+ * that they are all outstanding at once (RFC 5040 6.1). */
+static int send_over_ird(struct cf_conn *k, struct sent *s)
+{
+	unsigned count = (k->peer_ird && k->peer_ird < 64 ? k->peer_ird : 1) + IRD_EXTRA;
+	uint8_t *buf = malloc(count * 64);
+	size_t used = 0;
+	int rc = -1;
+
+	for (unsigned i = 0; buf && i < count; i++) {
+		size_t len = cf_fpdu_frame(k, buf + used, 64, s->hdr, s->hl, NULL, 0, false);
+
+		if (!len)
+			break;
+		used += len;
+		if (i + 1 < count)
+			s->hl = untagged(k, s->hdr, IW_OP_READ_REQ, IW_QN_READ_REQ) +
+				IW_RDMAP_READ_REQ_LEN;
+		rc = i + 1 < count ? -1 : 0;
+	}
+	cf_log_add(&k->c->r->log, "%u Read Requests for a peer IRD of %u", count, k->peer_ird);
+	if (!rc)
+		rc = cf_send(k, buf, used, 0);
+	free(buf);
+	return rc;
 }
 
 /* Send the fault; a payload over the peer's 16-octet receive for F_TOO_LONG. */
@@ -100,6 +172,10 @@ static int inject(struct cf_conn *k, const struct g4 *a, struct sent *s, size_t 
 		s->ulpdu_len = (uint16_t)(s->hl + sizeof(big));
 		return cf_fpdu_send(k, s->hdr, s->hl, big, sizeof(big), 0, false);
 	}
+	if (a->f == F_MARKER)
+		return send_bad_marker(k, s);
+	if (a->f == F_IRD)
+		return send_over_ird(k, s);
 	if (a->f == F_NO_BUF) {
 		/* The first Send may find the buffer the peer reposted. */
 		for (int i = 0; i < 2; i++) {
@@ -134,7 +210,10 @@ static const char *copies_problem(const struct g4 *a, const struct iw_terminate 
 		return "the M/D/R bits are not the expected ones";
 	if ((t->hdrct & IW_TERM_HDR_M) && t->ddp_seg_len != s->ulpdu_len)
 		return "the copied DDP segment length is not the faulty segment's";
-	if ((t->hdrct & IW_TERM_HDR_D) && memcmp(t->ddp_hdr, s->hdr, dl) &&
+	/* F_IRD: any of the Read Requests past the IRD; they differ in MSN only. */
+	size_t dcmp = a->f == F_IRD ? 10 : dl;
+
+	if ((t->hdrct & IW_TERM_HDR_D) && memcmp(t->ddp_hdr, s->hdr, dcmp) &&
 	    !(a->f == F_NO_BUF && (!memcmp(t->ddp_hdr, s->earlier[0], dl) ||
 				   !memcmp(t->ddp_hdr, s->earlier[1], dl))))
 		return "the copied DDP header is not the faulty segment's";
@@ -187,8 +266,11 @@ static void run(struct cf_ctx *c, const void *arg)
 
 	if (!k)
 		return cf_fail(c, "", "out of memory");
-	if (cf_establish(k, c, true)) {
+	if (cf_establish(k, c, true, false)) {
 		cf_fail(c, "no connection", "the handshake failed");
+	} else if (a->f == F_MARKER && !k->markers_tx) {
+		cf_skip(c, "the peer does not ask for markers (no M in its Reply): run this case "
+			   "against a peer that does (iwarp-ping -s --markers)");
 	} else if (a->sink && cf_learn_sink(k, &rr, 64)) {
 		cf_skip(c, "the peer does not speak the rping protocol (no Read Request)");
 	} else {
@@ -218,6 +300,9 @@ static const struct g4 a[] = {
 	{F_NO_BUF, IW_TERM_DDP_U_NO_BUF, MD, true},
 	{F_UNSOL, IW_TERM_RDMAP_OPCODE, MD, false},
 	{F_TRUNC, 0, 0, false},
+	{F_MARKER, IW_TERM_LLP_MARKER, 0, true},
+	{F_IRD, IW_TERM_DDP_U_MSN_RANGE, MDR, false},
+	{F_INV, IW_TERM_RDMAP_OP_NOINV, MD, false},
 };
 
 const struct cf_case cf_group4[] = {
@@ -236,5 +321,9 @@ const struct cf_case cf_group4[] = {
 	{"4.13", "Send with no receive posted", "RFC 5041 7.2", run, &a[12]},
 	{"4.14", "unsolicited RDMA Read Response", "RFC 5040 7.2", run, &a[13]},
 	{"4.15", "FPDU cut in half, then FIN", "RFC 5044 5", run, &a[14]},
+	{"4.16", "FPDU with a marker that points elsewhere", "RFC 5044 5.1", run, &a[15]},
+	{"4.17", "Read Requests beyond the peer's IRD", "RFC 5040 6.1", run, &a[16]},
+	{"4.18", "Send with Invalidate of an STag that names nothing", "RFC 5040 7.2", run,
+	 &a[17]},
 };
 const size_t cf_group4_n = sizeof(cf_group4) / sizeof(cf_group4[0]);

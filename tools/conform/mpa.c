@@ -180,6 +180,7 @@ int cf_mpa_finish(struct cf_conn *k, const struct cf_req *q, const struct cf_rep
 	k->markers_rx = (q->flags & IW_MPA_FLAG_M) != 0;
 	iw_fpdu_tx_init(&k->tx, k->crc, k->markers_tx, 0);
 	iw_fpdu_rx_init(&k->rx, k->crc, k->markers_rx, 0, 0, 0);
+	k->peer_ird = iw_mpa_frame_enhanced(&rep->f) ? rep->f.ird : 0;
 	if (!iw_mpa_frame_enhanced(&rep->f) || !rep->f.p2p)
 		return 0;
 	if (!rep->f.rtr || (rep->f.rtr & (rep->f.rtr - 1)) || !(rep->f.rtr & q->rtr)) {
@@ -190,7 +191,7 @@ int cf_mpa_finish(struct cf_conn *k, const struct cf_req *q, const struct cf_rep
 	return send_rtr(k, rep->f.rtr);
 }
 
-int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc)
+int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc, bool markers)
 {
 	struct cf_req q;
 	struct cf_reply rep;
@@ -199,6 +200,8 @@ int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc)
 	q.rtr = IW_RTR_WRITE;
 	if (!crc)
 		q.flags &= (uint8_t)~IW_MPA_FLAG_C;
+	if (markers)
+		q.flags |= IW_MPA_FLAG_M;
 	if (cf_mpa_try(k, c, &q, &rep, c->o->wait_ms))
 		return -1;
 	if (rep.out != CF_MPA_ACCEPT) {

@@ -41,6 +41,8 @@ void cf_conn_init(struct cf_conn *k, struct cf_ctx *c)
 	k->c = c;
 	k->fd = -1;
 	k->in_len = 0;
+	memset(k->msn, 0, sizeof(k->msn));
+	k->peer_ird = 0;
 }
 
 void cf_conn_opened(struct cf_conn *k)
