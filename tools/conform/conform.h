@@ -91,6 +91,7 @@ struct cf_conn {
 	struct iw_fpdu_rx rx;
 	uint32_t msn[4]; /* next MSN we send per untagged queue */
 	uint16_t peer_ird; /* the Reply's IRD (0: not negotiated) */
+	uint16_t term_seen; /* the last TERMINATE the peer sent (0: none) */
 };
 
 int cf_connect(struct cf_conn *k, struct cf_ctx *c);

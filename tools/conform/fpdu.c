@@ -108,6 +108,8 @@ int cf_seg_recv(struct cf_conn *k, struct cf_seg *g, unsigned ms)
 
 		if (rc == 1) {
 			log_seg(k, g);
+			if (iw_ddp_opcode(&g->s.ddp) == IW_OP_TERMINATE)
+				k->term_seen = g->s.rdmap.u.term.term;
 			return CF_IO_OK;
 		}
 		if (rc < 0) {

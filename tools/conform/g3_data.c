@@ -29,9 +29,11 @@ struct g3 {
 	bool markers;   /* ask for markers towards us (M in our Request) */
 	bool both;      /* and need the peer to ask for them too (M in its Reply) */
 	bool se;        /* our advertisements as Send with Solicited Event */
+	bool over;      /* Read Responses of MULPDU + OVER octets each */
 };
 
 #define SRC_ADDR 0x100000u
+#define OVER 1024u
 #define SINK_ADDR 0x900000u
 #define SINK_STAG 0x00C0FF02u
 
@@ -219,7 +221,7 @@ static void run(struct cf_ctx *c, const void *arg)
 		cf_skip(c, "the peer asks for CRC: run this case against a peer that does not");
 		goto out;
 	}
-	p.per_fpdu = a->chunk ? a->chunk : tagged_room(k);
+	p.per_fpdu = a->chunk ? a->chunk : tagged_room(k) + (a->over ? OVER : 0);
 	p.n = size_of(a, tagged_room(k));
 	if (p.n < PING_MIN_SIZE || p.n > c->o->size) {
 		cf_skip(c, "%u octets: the rping protocol carries %u..%u (--size)", p.n,
@@ -231,7 +233,11 @@ static void run(struct cf_ctx *c, const void *arg)
 	if (p.src && p.sink) {
 		fill_ping((char *)p.src, p.n, 1);
 		bad = ping_once(&p);
-		if (bad)
+		if (bad && a->over && k->term_seen)
+			/* MULPDU binds the sender (RFC 5041 5.2); a receiver may refuse. */
+			cf_pass(c, "refused", "the peer refused FPDUs above MULPDU with TERMINATE %s",
+				iw_term_str(k->term_seen));
+		else if (bad)
 			cf_fail(c, "ping failed", "%s", bad);
 		else
 			cf_pass(c, "ok",
@@ -265,6 +271,7 @@ static const struct g3 a[] = {
 	G(0, false, 1 << 20, true, SG_WHOLE, 0),
 	G(0, false, 1 << 20, false, SG_WHOLE, 0),
 	G(0, false, 4096, true, SG_WHOLE, 0, .se = true),
+	G(0, false, 65536, true, SG_WHOLE, 0, .over = true),
 };
 
 const struct cf_case cf_group3[] = {
@@ -289,5 +296,7 @@ const struct cf_case cf_group3[] = {
 	{"3.18", "ping of 1 MiB, CRC", "RFC 5041 5.2", run, &a[17]},
 	{"3.19", "ping of 1 MiB, no CRC", "RFC 5041 5.2", run, &a[18]},
 	{"3.20", "advertisements as Send with Solicited Event", "RFC 5040 5.3", run, &a[19]},
+	{"3.21", "Read Responses with ULPDUs over our MULPDU: taken or refused", "RFC 5041 5.2",
+	 run, &a[20]},
 };
 const size_t cf_group3_n = sizeof(cf_group3) / sizeof(cf_group3[0]);

@@ -43,6 +43,7 @@ void cf_conn_init(struct cf_conn *k, struct cf_ctx *c)
 	k->in_len = 0;
 	memset(k->msn, 0, sizeof(k->msn));
 	k->peer_ird = 0;
+	k->term_seen = 0;
 }
 
 void cf_conn_opened(struct cf_conn *k)
