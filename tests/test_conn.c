@@ -739,6 +739,83 @@ START_TEST(test_conn_opts_api)
 }
 END_TEST
 
+/* An out-of-range field refuses the whole call and changes nothing. */
+static void sockopt_refused(struct iw_cm_id *id, struct iw_conn_opts bad)
+{
+	struct iw_conn_opts before, after;
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &before), 0);
+	bad.comp_mask |= IW_CONN_OPTS_LINGER;
+	bad.linger_ms = before.linger_ms + 1;
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &bad), EINVAL);
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &after), 0);
+	/* Field by field: the struct has padding after keepalive. */
+	ck_assert_uint_eq(after.linger_ms, before.linger_ms);
+	ck_assert_int_eq(after.keepalive, before.keepalive);
+	ck_assert_uint_eq(after.keepalive_idle_s, before.keepalive_idle_s);
+	ck_assert_uint_eq(after.keepalive_intvl_s, before.keepalive_intvl_s);
+	ck_assert_uint_eq(after.keepalive_cnt, before.keepalive_cnt);
+	ck_assert_uint_eq(after.user_timeout_ms, before.user_timeout_ms);
+	ck_assert_uint_eq(after.sndbuf, before.sndbuf);
+	ck_assert_uint_eq(after.rcvbuf, before.rcvbuf);
+}
+
+/* Keepalive, TCP_USER_TIMEOUT and buffer sizes: off by default, checked,
+ * read back; a context's conn_opts start every id (tests/liveness.sh
+ * shows them acting on a silent peer). */
+START_TEST(test_conn_sockopts_api)
+{
+	struct iw_conn_opts def = {.comp_mask = IW_CONN_OPTS_USER_TIMEOUT | IW_CONN_OPTS_RCVBUF,
+				   .user_timeout_ms = 2500, .rcvbuf = 1u << 20};
+	struct iw_context_attr ca = {.comp_mask = IW_CONTEXT_ATTR_CONN_OPTS};
+	ck_assert_ptr_null(iw_context_new(&ca)); /* conn_opts NULL */
+	ck_assert_int_eq(errno, EINVAL);
+	struct iw_conn_opts bad = {.comp_mask = IW_CONN_OPTS_SNDBUF, .sndbuf = 0x40000000u};
+	ca.conn_opts = &bad;
+	ck_assert_ptr_null(iw_context_new(&ca));
+	ck_assert_int_eq(errno, EINVAL);
+	ca.conn_opts = &def;
+	struct iw_context *ctx = iw_context_new(&ca);
+	ck_assert_ptr_nonnull(ctx);
+	def.user_timeout_ms = 1; /* copied: later changes are not seen */
+	struct iw_cm_channel *ch = iw_cm_create_channel(ctx);
+	ck_assert_ptr_nonnull(ch);
+	struct iw_cm_id *id;
+	ck_assert_int_eq(iw_cm_create_id(ch, &id, NULL), 0);
+	struct iw_conn_opts o;
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &o), 0);
+	ck_assert_uint_eq(o.user_timeout_ms, 2500);
+	ck_assert_uint_eq(o.rcvbuf, 1u << 20);
+	ck_assert(!o.keepalive);
+	ck_assert_uint_eq(o.sndbuf, 0);
+	ck_assert_uint_eq(o.linger_ms, IW_LINGER_MS_DEFAULT);
+	ck_assert_uint_ne(o.comp_mask & IW_CONN_OPTS_KEEPALIVE, 0);
+	struct iw_conn_opts ka = {.comp_mask = IW_CONN_OPTS_KEEPALIVE | IW_CONN_OPTS_SNDBUF,
+				  .keepalive = true, .keepalive_idle_s = 32767,
+				  .keepalive_intvl_s = 5, .keepalive_cnt = 127, .sndbuf = 65536};
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &ka), 0);
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &o), 0);
+	ck_assert(o.keepalive);
+	ck_assert_uint_eq(o.keepalive_idle_s, 32767);
+	ck_assert_uint_eq(o.keepalive_intvl_s, 5);
+	ck_assert_uint_eq(o.keepalive_cnt, 127);
+	ck_assert_uint_eq(o.sndbuf, 65536);
+	ck_assert_uint_eq(o.user_timeout_ms, 2500); /* bit clear: kept */
+	sockopt_refused(id, (struct iw_conn_opts){.comp_mask = IW_CONN_OPTS_KEEPALIVE,
+						  .keepalive = true, .keepalive_idle_s = 32768});
+	sockopt_refused(id, (struct iw_conn_opts){.comp_mask = IW_CONN_OPTS_KEEPALIVE,
+						  .keepalive = true, .keepalive_intvl_s = 40000});
+	sockopt_refused(id, (struct iw_conn_opts){.comp_mask = IW_CONN_OPTS_KEEPALIVE,
+						  .keepalive = true, .keepalive_cnt = 128});
+	sockopt_refused(id, (struct iw_conn_opts){.comp_mask = IW_CONN_OPTS_USER_TIMEOUT,
+						  .user_timeout_ms = 0x80000000u});
+	sockopt_refused(id, (struct iw_conn_opts){.comp_mask = IW_CONN_OPTS_RCVBUF,
+						  .rcvbuf = 0x40000000u});
+	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
+	ck_assert_int_eq(iw_context_free(ctx), 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- listener */
 
 struct lsn {
@@ -923,6 +1000,7 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_reject);
 	tcase_add_test(tc, test_request_trailing);
 	tcase_add_test(tc, test_conn_opts_api);
+	tcase_add_test(tc, test_conn_sockopts_api);
 	suite_add_tcase(s, tc);
 	/* Real sockets and a loop thread (the listener's counters). */
 	tc = tcase_create("listener");

@@ -253,6 +253,10 @@ enum iw_conn_opts_mask {
 	IW_CONN_OPTS_WAKE_COUNT = 1 << 1, /* wake_count */
 	IW_CONN_OPTS_DIRECT_MIN = 1 << 2, /* direct_min */
 	IW_CONN_OPTS_MAX_PENDING = 1 << 3, /* max_pending */
+	IW_CONN_OPTS_KEEPALIVE = 1 << 4,   /* keepalive and its three parameters */
+	IW_CONN_OPTS_USER_TIMEOUT = 1 << 5, /* user_timeout_ms */
+	IW_CONN_OPTS_SNDBUF = 1 << 6,      /* sndbuf */
+	IW_CONN_OPTS_RCVBUF = 1 << 7,      /* rcvbuf */
 };
 
 /* A connection's tuning: what libiwarp otherwise fixes at the defaults
@@ -274,19 +278,71 @@ struct iw_conn_opts {
 	 * reset as soon as they are accepted (iw_cm_listener_stats counts
 	 * them). At least 1. */
 	uint32_t max_pending;
+	/* Liveness of a quiet peer. A host that vanishes without a word
+	 * (power cut, pulled cable, a firewall dropping the flow) sends no FIN
+	 * and no RST: without these the connection stays up until the
+	 * kernel's retransmissions give up (net.ipv4.tcp_retries2, about 15
+	 * minutes) or, with nothing to send, forever. When either ends the
+	 * connection, the QP goes to ERR, every outstanding WR (sends, Reads,
+	 * receives) completes once with IW_WC_WR_FLUSH_ERR, and DISCONNECTED
+	 * carries status ETIMEDOUT. */
+	/* TCP keepalive (SO_KEEPALIVE) for an idle connection: after
+	 * keepalive_idle_s seconds without a segment from the peer, a probe
+	 * every keepalive_intvl_s seconds; keepalive_cnt unanswered probes
+	 * end the connection. A parameter of 0 keeps the system's
+	 * (net.ipv4.tcp_keepalive_time 7200, _intvl 75, _probes 9); at most
+	 * 32767 s, 32767 s and 127 probes. Off by default. */
+	bool keepalive;
+	uint32_t keepalive_idle_s;
+	uint32_t keepalive_intvl_s;
+	uint32_t keepalive_cnt;
+	/* TCP_USER_TIMEOUT: the longest that data we sent may stay
+	 * unacknowledged (with keepalive on: that probes may go unanswered)
+	 * before the connection ends; detection follows within about the
+	 * next retransmission. It bounds how long a posted WR can wait on a
+	 * dead peer. 0 (default): the kernel's limit. At most INT_MAX. */
+	uint32_t user_timeout_ms;
+	/* Socket buffer sizes (SO_SNDBUF, SO_RCVBUF) in octets; the kernel
+	 * doubles them and caps them at net.core.wmem_max / rmem_max.
+	 * 0 (default): the kernel's autotuning, which a size turns off for
+	 * that direction. At most INT_MAX / 2. On a listener they are set on
+	 * the listening socket too, so that the window scale of accepted
+	 * connections matches rcvbuf. */
+	uint32_t sndbuf;
+	uint32_t rcvbuf;
 };
 
 /*
  * Tune an id's connection: the fields of opts named in opts->comp_mask are
  * copied and used from the id's next iw_cm_connect, iw_cm_listen or
  * iw_cm_accept, as for iw_cm_set_mpa_opts; an incoming connection's id
- * copies its listener's. Every id starts with the IW_*_DEFAULT values.
- * Runs on the loop thread.
+ * copies its listener's (so keepalive, user timeout and buffer sizes set
+ * on a listener apply to every connection it accepts from then on), and
+ * may change them before iw_cm_accept. Every id starts with the context's
+ * options (iw_context_attr.conn_opts), else the IW_*_DEFAULT values. The
+ * socket options (keepalive, user_timeout_ms, sndbuf, rcvbuf) are set on
+ * the socket before connect(2), on each accepted socket, and again by
+ * iw_cm_accept; a connection already up keeps what it had. Nothing is
+ * changed when a field is out of range. Runs on the loop thread.
+ *
+ * Liveness: a peer that goes silent (host gone, cable pulled, packets
+ * dropped: no FIN, no RST) is found by keepalive (keepalive_idle_s, then
+ * keepalive_cnt probes keepalive_intvl_s apart) on an idle connection, and
+ * by user_timeout_ms once data we sent stays unacknowledged that long.
+ * The connection then ends as if reset: the QP goes to ERR, every
+ * outstanding WR (sends, RDMA Reads, receives) completes exactly once
+ * with IW_WC_WR_FLUSH_ERR, and DISCONNECTED carries status ETIMEDOUT.
+ * Without them the kernel gives up only after its retransmissions
+ * (net.ipv4.tcp_retries2, some 15 minutes), or never on an idle
+ * connection. E.g. keepalive 10 s + 3 x 5 s and user_timeout_ms 30000
+ * bound the wait at about 30 s either way.
  *
  * Returns: 0, or a positive errno.
  * Errors:
- *   EINVAL  id or opts is NULL, comp_mask has an unknown bit, or
- *           direct_min or max_pending is 0.
+ *   EINVAL  id or opts is NULL, comp_mask has an unknown bit, direct_min
+ *           or max_pending is 0, keepalive_idle_s or keepalive_intvl_s is
+ *           above 32767 or keepalive_cnt above 127, user_timeout_ms is
+ *           above INT_MAX, or sndbuf or rcvbuf is above INT_MAX / 2.
  */
 int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts);
 /*
@@ -482,7 +538,8 @@ int iw_cm_disconnect(struct iw_cm_id *id);
  * REJECTED, UNREACHABLE, CONNECT_ERROR, DISCONNECTED (the QP is in ERR;
  * status 0 for a clean close with FIN both ways, ECONNRESET when the
  * connection was reset or broke, ETIMEDOUT when the peer neither read
- * nor closed within the linger time after our FIN). CONNECT_RESPONSE and TIMEWAIT_EXIT are never raised.
+ * nor closed within the linger time after our FIN, or went silent past
+ * the keepalive or user timeout of iw_cm_set_conn_opts). CONNECT_RESPONSE and TIMEWAIT_EXIT are never raised.
  *
  * Returns: 0, or a positive errno.
  * Errors:

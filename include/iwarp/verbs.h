@@ -68,7 +68,10 @@ enum iw_context_attr_mask {
 	IW_CONTEXT_ATTR_RX_BOUNCE = 1 << 2, /* rx_bounce_len is valid */
 	IW_CONTEXT_ATTR_LOOP_CPUSET = 1 << 3, /* loop_cpuset and loop_cpuset_size are valid */
 	IW_CONTEXT_ATTR_LOOP_NAME = 1 << 4,   /* loop_name is valid */
+	IW_CONTEXT_ATTR_CONN_OPTS = 1 << 5,   /* conn_opts is valid */
 };
+
+struct iw_conn_opts; /* <iwarp/cm.h> */
 
 /* Default of iw_context_attr.rx_bounce_len. */
 #define IW_RX_BOUNCE_LEN_DEFAULT (64 * 1024)
@@ -113,6 +116,11 @@ struct iw_context_attr {
 	/* Convenience mode only: the loop thread's name (ps -L, top -H, gdb),
 	 * at most 15 characters. Default: "iwarp-loop". */
 	const char *loop_name;
+	/* Every CM id of the context starts with these connection options
+	 * (the fields named in conn_opts->comp_mask, copied; see
+	 * iw_cm_set_conn_opts): e.g. keepalive and TCP_USER_TIMEOUT for all
+	 * connections at once. Checked as iw_cm_set_conn_opts checks them. */
+	const struct iw_conn_opts *conn_opts;
 };
 
 /*
@@ -141,7 +149,8 @@ struct iw_context_attr {
  *           rx_bounce_len outside 4096..16 MiB; a LOOP_* option with
  *           attr->base set; loop_cpuset NULL or of size 0, or a set with
  *           no CPU this process may use; loop_name NULL, empty or longer
- *           than 15 characters.
+ *           than 15 characters; conn_opts NULL, or a field of it out
+ *           of range (iw_cm_set_conn_opts).
  *   ENOENT  The trace file could not be created; any errno of fopen(3)
  *           (EACCES, EROFS, ...) is passed on the same way.
  *   ENOMEM  Out of memory, or the event base could not be created.

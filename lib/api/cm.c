@@ -172,36 +172,16 @@ struct tune_args {
 static int do_conn_opts(void *arg)
 {
 	struct tune_args *a = arg;
-	struct iw_conn_tune *t = &a->id->conn.tune;
 	if (a->out) {
-		*a->out = (struct iw_conn_opts){
-			.comp_mask = IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT |
-				     IW_CONN_OPTS_DIRECT_MIN | IW_CONN_OPTS_MAX_PENDING,
-			.linger_ms = t->linger_ms,
-			.wake_count = t->wake_count,
-			.direct_min = t->direct_min,
-			.max_pending = t->max_pending,
-		};
+		iw_conn_tune_get(&a->id->conn.tune, a->out);
 		return 0;
 	}
-	if (a->in->comp_mask & IW_CONN_OPTS_LINGER)
-		t->linger_ms = a->in->linger_ms;
-	if (a->in->comp_mask & IW_CONN_OPTS_WAKE_COUNT)
-		t->wake_count = a->in->wake_count;
-	if (a->in->comp_mask & IW_CONN_OPTS_DIRECT_MIN)
-		t->direct_min = a->in->direct_min;
-	if (a->in->comp_mask & IW_CONN_OPTS_MAX_PENDING)
-		t->max_pending = a->in->max_pending;
-	return 0;
+	return -iw_conn_tune_set(&a->id->conn.tune, a->in);
 }
 
 IW_EXPORT int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts)
 {
-	const uint32_t known = IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT |
-			       IW_CONN_OPTS_DIRECT_MIN | IW_CONN_OPTS_MAX_PENDING;
-	if (!id || !opts || (opts->comp_mask & ~known) ||
-	    ((opts->comp_mask & IW_CONN_OPTS_DIRECT_MIN) && !opts->direct_min) ||
-	    ((opts->comp_mask & IW_CONN_OPTS_MAX_PENDING) && !opts->max_pending))
+	if (!id || !opts)
 		return EINVAL;
 	struct tune_args a = {iw_cm_id_int(id), opts, NULL};
 	return iw_ev_call(id->context, do_conn_opts, &a);

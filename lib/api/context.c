@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn/conn.h"
 #include "engine/context.h"
 #include "io/ev.h"
 #include "diag/trace.h"
@@ -44,6 +45,7 @@ void iw_context_core_free(struct iw_context *ctx)
 	iw_mem_table_cleanup(&ctx->mem);
 	pthread_mutex_destroy(&ctx->lock);
 	iw_trace_free(ctx->trace, NULL);
+	free(ctx->conn_opts);
 	free(ctx);
 }
 
@@ -72,6 +74,21 @@ static int loop_opts_get(struct iw_ev_thread_opts *t, const struct iw_context_at
 	return 0;
 }
 
+/* Every id's starting options, checked now rather than at each id. */
+static int conn_opts_take(struct iw_context *ctx, const struct iw_context_attr *attr)
+{
+	if (!attr || !(attr->comp_mask & IW_CONTEXT_ATTR_CONN_OPTS))
+		return 0;
+	struct iw_conn_tune scratch;
+	if (!attr->conn_opts || iw_conn_tune_set(&scratch, attr->conn_opts))
+		return EINVAL;
+	ctx->conn_opts = malloc(sizeof(*ctx->conn_opts));
+	if (!ctx->conn_opts)
+		return ENOMEM;
+	*ctx->conn_opts = *attr->conn_opts;
+	return 0;
+}
+
 IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 {
 	struct iw_ev_thread_opts lt;
@@ -95,9 +112,10 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 	size_t bounce = IW_RX_BOUNCE_LEN_DEFAULT;
 	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_RX_BOUNCE) && attr->rx_bounce_len)
 		bounce = attr->rx_bounce_len;
-	if (bounce < 4096 || bounce > (16u << 20)) {
+	rc = bounce < 4096 || bounce > (16u << 20) ? EINVAL : conn_opts_take(ctx, attr);
+	if (rc) {
 		iw_context_core_free(ctx);
-		errno = EINVAL;
+		errno = rc;
 		return NULL;
 	}
 	rc = iw_ev_init(ctx, attr ? attr->base : NULL, bounce, &lt);

@@ -10,14 +10,6 @@
  * segment, read just past the next header so its payload can go direct. */
 #define RX_LOOKAHEAD (7 + 2 + IW_FPDU_HDR_MAX)
 
-void iw_conn_tune_default(struct iw_conn_tune *t)
-{
-	t->linger_ms = IW_LINGER_MS_DEFAULT;
-	t->wake_count = IW_WAKE_COUNT_DEFAULT;
-	t->direct_min = IW_DIRECT_MIN_DEFAULT;
-	t->max_pending = IW_MAX_PENDING_DEFAULT;
-}
-
 const char *iw_conn_state_str(enum iw_conn_state s)
 {
 	static const char *const names[] = {

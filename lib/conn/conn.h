@@ -69,14 +69,25 @@ enum {
 					    * bad Request, ECONNRESET peer gone, ETIMEDOUT) */
 };
 
-/* Tuning (iw_conn_opts in cm.h), with the defaults of iw_conn_tune_default. */
+/* Tuning (iw_conn_opts in cm.h), with the defaults of iw_conn_tune_default
+ * (tune.c). The socket options are lib/io's to apply; 0 leaves the
+ * kernel's default. */
 struct iw_conn_tune {
 	uint32_t linger_ms;     /* after our FIN (or a TERMINATE), wait this long for the peer */
 	uint32_t wake_count;    /* siw wake-up Writes at most (iw_mpa_opts.wake_ms) */
 	uint32_t direct_min;    /* receive payloads of at least this many octets in place */
 	uint32_t max_pending;   /* listener: handshakes waiting for a Request at most */
+	bool keepalive;         /* SO_KEEPALIVE, with the three below when not 0 */
+	uint32_t keepalive_idle_s, keepalive_intvl_s, keepalive_cnt;
+	uint32_t user_timeout_ms; /* TCP_USER_TIMEOUT */
+	uint32_t sndbuf, rcvbuf;  /* SO_SNDBUF, SO_RCVBUF */
 };
 void iw_conn_tune_default(struct iw_conn_tune *t);
+/* Copy the fields of o named in o->comp_mask into t, after checking all of
+ * them (nothing is copied when one is out of range). 0 or -EINVAL. */
+int iw_conn_tune_set(struct iw_conn_tune *t, const struct iw_conn_opts *o);
+/* Every field of t into o (comp_mask names them all). */
+void iw_conn_tune_get(const struct iw_conn_tune *t, struct iw_conn_opts *o);
 
 /* Why a connection ended or failed. */
 struct iw_conn_why {

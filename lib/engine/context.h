@@ -29,6 +29,9 @@ struct iw_context {
 	struct iw_ev *ev;     /* loop, kick fd, own thread */
 	struct iw_trace *trace; /* NULL: no tracing (trace.h) */
 	atomic_uint async_lost; /* events iw_async_raise could not allocate */
+	/* iw_context_attr.conn_opts, copied (heap), that every CM id starts
+	 * with; NULL: the defaults. */
+	struct iw_conn_opts *conn_opts;
 };
 
 /* One queued asynchronous event (heap). iw_get_async_event copies the event

@@ -56,12 +56,57 @@ static struct event_base *base_of(struct iw_cm_id_int *id)
 	return iw_ev_base(id->pub.context);
 }
 
-static int sock_setup(int fd)
+/* One integer option, skipped when v is 0 (the kernel's default). */
+static int set_int(int fd, int level, int name, uint32_t v)
 {
-	int one = 1;
+	int i = (int)v; /* ranges checked by iw_conn_tune_set */
+	return v ? setsockopt(fd, level, name, &i, sizeof(i)) : 0;
+}
+
+/* The application's buffer sizes (iw_conn_opts): before connect(2) or
+ * listen(2), so that the window scale offered in the SYN fits rcvbuf. */
+static int sock_bufs(int fd, const struct iw_conn_tune *t)
+{
+	if (set_int(fd, SOL_SOCKET, SO_SNDBUF, t->sndbuf) ||
+	    set_int(fd, SOL_SOCKET, SO_RCVBUF, t->rcvbuf))
+		return -1;
+	return 0;
+}
+
+/* Liveness (iw_conn_opts): keepalive probes and TCP_USER_TIMEOUT make the
+ * kernel end a connection to a silent peer with ETIMEDOUT, which the
+ * receive or transmit path then hands to the connection (iw_conn_io_error:
+ * QP to ERR, WRs flushed, DISCONNECTED status ETIMEDOUT). */
+static int sock_liveness(int fd, const struct iw_conn_tune *t)
+{
+	if (t->keepalive && (set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1) ||
+			     set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, t->keepalive_idle_s) ||
+			     set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, t->keepalive_intvl_s) ||
+			     set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, t->keepalive_cnt)))
+		return -1;
+	return set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, t->user_timeout_ms);
+}
+
+static int sock_setup(int fd, const struct iw_conn_tune *t)
+{
 	/* Small FPDUs (RTRs, Read Requests, TERMINATEs) must not wait for
 	 * Nagle: every message is a complete unit for the peer. */
-	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1))
+		return -1;
+	return sock_bufs(fd, t) || sock_liveness(fd, t) ? -1 : 0;
+}
+
+/* The first error a write or read met. The kernel reports a socket's
+ * error (ETIMEDOUT from keepalive or TCP_USER_TIMEOUT, ECONNRESET) to one
+ * call only; the calls after it see EPIPE or end of stream. When that one
+ * call was an application thread's sendmsg (iw_cm_conn_tx), the loop must
+ * still learn the real reason, not a clean end. */
+static int sock_err(struct iw_cm_id_int *id, int err)
+{
+	int none = 0;
+	if (err)
+		atomic_compare_exchange_strong(&id->sock_err, &none, err);
+	return atomic_load(&id->sock_err);
 }
 
 static uint32_t live_mss(int fd)
@@ -220,7 +265,7 @@ static int write_loop(struct iw_cm_id_int *id, unsigned *ev)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -errno;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -sock_err(id, errno);
 		}
 		*ev |= iw_conn_tx_sent(&id->conn, (size_t)w);
 	}
@@ -429,12 +474,14 @@ static unsigned rx_once(struct iw_cm_id_int *id, ssize_t *out_n)
 			return 0;
 		}
 		*out_n = -2;
-		return iw_conn_io_error(&id->conn, errno);
+		return iw_conn_io_error(&id->conn, sock_err(id, errno));
 	}
 	if (n == 0) {
 		if (id->trace)
 			iw_trace_fin(id->trace, IW_TRACE_RX);
-		return iw_conn_eof(&id->conn);
+		/* A write already met the error that ended the stream. */
+		int e = sock_err(id, 0);
+		return e ? iw_conn_io_error(&id->conn, e) : iw_conn_eof(&id->conn);
 	}
 	size_t take = (size_t)n < d ? (size_t)n : d;
 	if (id->trace) {
@@ -537,7 +584,7 @@ static void accept_one(struct iw_cm_id_int *l, int fd)
 	id->conn.opts = l->conn.opts;
 	id->conn.tune = l->conn.tune;
 	iw_cm_child_link(l, id);
-	if (sock_setup(fd) || ensure_events(id)) {
+	if (sock_setup(fd, &id->conn.tune) || ensure_events(id)) {
 		act(id, iw_conn_abort(&id->conn) | IW_CONN_EV_DROPPED);
 		return;
 	}
@@ -604,7 +651,8 @@ int iw_cm_conn_listen(struct iw_cm_id_int *id)
 		return errno;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, a, al) || listen(fd, id->backlog > 0 ? id->backlog : SOMAXCONN)) {
+	if (sock_bufs(fd, &id->conn.tune) || bind(fd, a, al) ||
+	    listen(fd, id->backlog > 0 ? id->backlog : SOMAXCONN)) {
 		int e = errno;
 		close(fd);
 		return e;
@@ -647,7 +695,7 @@ int iw_cm_conn_connect(struct iw_cm_id_int *id, const struct sockaddr *dst)
 		return rc;
 	}
 	id->fd = fd;
-	rc = sock_setup(fd) ? errno : ensure_events(id);
+	rc = sock_setup(fd, &id->conn.tune) ? errno : ensure_events(id);
 	if (!rc && id->bound && sock_bind(fd, (const struct sockaddr *)&id->pub.local_addr))
 		rc = errno;
 	if (rc) {
@@ -671,6 +719,10 @@ int iw_cm_conn_connect(struct iw_cm_id_int *id, const struct sockaddr *dst)
 int iw_cm_conn_accept(struct iw_cm_id_int *id)
 {
 	unsigned ev = 0;
+	/* The application may have changed the options it copied from the
+	 * listener since the socket was accepted. */
+	if (id->fd >= 0 && sock_setup(id->fd, &id->conn.tune))
+		return errno;
 	int rc = iw_conn_accept(&id->conn, id->qp, id->ird, id->ord, id->pd, id->pd_len, &ev);
 	if (rc)
 		return -rc;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/context.h"
 #include "io/cm_int.h"
 #include "io/ev.h"
 
@@ -126,6 +127,8 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_con
 	id->ch = ch;
 	id->fd = -1;
 	iw_conn_init(&id->conn, NULL);
+	if (ch->pub.context->conn_opts) /* checked by iw_context_new */
+		iw_conn_tune_set(&id->conn.tune, ch->pub.context->conn_opts);
 	id->tmo_at = UINT64_MAX;
 	pthread_mutex_init(&id->txlock, NULL);
 	id->work.fn = run_work;

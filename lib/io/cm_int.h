@@ -49,6 +49,7 @@ struct iw_cm_id_int {
 	struct iw_ev_work work;      /* loop work this id asked for */
 	pthread_mutex_t txlock;
 	atomic_int tx_req;
+	atomic_int sock_err;        /* the first error a read or write met (cm_conn.c) */
 	/* pcap trace of this connection (trace.h), NULL when off; set and
 	 * cleared under txlock, as the transmit path reads it there. */
 	struct iw_trace_conn *trace;
