@@ -1581,6 +1581,78 @@ START_TEST(test_wr_at_fault)
 }
 END_TEST
 
+static uint64_t listener_bad_stags(struct iw_cm_id *listen)
+{
+	struct iw_cm_listener_stats st;
+	ck_assert_int_eq(iw_cm_listener_stats(listen, &st), 0);
+	return st.invalid_stag;
+}
+
+/* A client guesses a server STag (the right slot, the next key): its
+ * RDMA Read is refused with TERMINATE invalid STag and both ends close. */
+static void guess_stag(struct lb_env *e, struct lb_conn *c, struct lb_conn *s)
+{
+	struct lb_end ce, se;
+	end_init(&ce, c, 4 * KIB, "client");
+	end_init(&se, s, 4 * KIB, "server");
+	ck_assert_int_eq(post_send1(c->qp, 8500, IW_WR_RDMA_READ, IW_SEND_SIGNALED, ce.data.p,
+				    4096, ce.data.mr->lkey, (uintptr_t)se.data.p,
+				    iw_inc_rkey(se.data.mr->rkey), 0),
+			 0);
+	struct iw_wc wc;
+	wc_wait(c->scq, e->cli.cc, &wc, 1, "client send queue");
+	wc_check(&wc, 8500, IW_WC_REM_ACCESS_ERR, IW_WC_RDMA_READ, "guessed STag");
+	ck_assert_uint_eq(wc.vendor_err, IW_TERM_RDMAP_INV_STAG);
+	struct lb_ev ev;
+	cm_expect(e->cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	cm_expect(e->srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	struct iw_stag_stats qs;
+	ck_assert_int_eq(iw_query_qp_stag_stats(s->qp, &qs), 0);
+	ck_assert_uint_eq(qs.invalid_stag, 1);
+	end_fini(&ce);
+	end_fini(&se);
+}
+
+/* Invalid STags counted per listener (issue 16 bug 8): every connection
+ * the listener accepted adds its peer's guesses, also once it is gone,
+ * and a connection that outlives its listener counts safely. */
+START_TEST(test_listener_bad_stag)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	ck_assert_uint_eq(listener_bad_stags(e.listen), 0);
+	struct lb_conn c, s;
+	for (uint64_t round = 1; round <= 2; round++) {
+		pair_connect(&e, NULL, &c, &s);
+		guess_stag(&e, &c, &s);
+		ck_assert_uint_eq(listener_bad_stags(e.listen), round);
+		conn_fini(&c);
+		conn_fini(&s);
+		ck_assert_uint_eq(listener_bad_stags(e.listen), round);
+	}
+	/* Another listener's connections do not count here. */
+	struct iw_cm_id *other;
+	ck_assert_int_eq(iw_cm_create_id(e.srv.cm, &other, NULL), 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	ck_assert_int_eq(iw_cm_bind_addr(other, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(iw_cm_listen(other, 0), 0);
+	ck_assert_uint_eq(listener_bad_stags(other), 0);
+	/* The listener goes first; its connection still counts (no use
+	 * after free under ASan or valgrind). */
+	pair_connect(&e, NULL, &c, &s);
+	ck_assert_int_eq(iw_cm_destroy_id(e.listen), 0);
+	e.listen = other;
+	guess_stag(&e, &c, &s);
+	ck_assert_uint_eq(listener_bad_stags(other), 0);
+	struct iw_stag_stats cs;
+	ck_assert_int_eq(iw_query_stag_stats(e.srv.ctx, &cs), 0);
+	ck_assert_uint_eq(cs.invalid_stag, 3);
+	conn_fini(&c);
+	conn_fini(&s);
+	env_fini(&e);
+}
+END_TEST
+
 /* A type 2 memory window over real TCP (issue 16): the server binds a
  * window onto part of a larger "disk" MR through its send queue, the
  * client WRITEs and READs through it, then _i 0: the client's Send with
@@ -2789,6 +2861,7 @@ Suite *suite_loopback(void)
 	tcase_add_loop_test(tc, test_invalidate_refused, 0, 3);
 	tcase_add_loop_test(tc, test_mw_window, 0, 3);
 	tcase_add_loop_test(tc, test_wr_at_fault, 0, 2);
+	tcase_add_test(tc, test_listener_bad_stag);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scale");

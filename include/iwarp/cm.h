@@ -371,14 +371,21 @@ struct iw_cm_listener_stats {
 				 * (100 ms, doubling to 1.6 s) instead of spinning */
 	int last_accept_error;  /* errno of the last such failure, 0 if none */
 	uint32_t pending;       /* connections waiting for their Request now */
+	/* Remote accesses refused for their STag (as iw_stag_stats counts
+	 * them) on every connection this listener accepted, including those
+	 * already closed or destroyed: a peer guessing STags gets one guess
+	 * per connection, so brute force shows here as it grows. */
+	uint64_t invalid_stag;
 };
 
 /*
  * Read a listener's counters: fill *out with what the listener has
- * accepted, raised, refused and why since iw_cm_listen, and how many
- * incoming connections wait for their MPA Request now. A listener that
- * runs out of file descriptors stops accepting for a while and counts it
- * here instead of spinning. Runs on the loop thread.
+ * accepted, raised, refused and why since iw_cm_listen, how many
+ * incoming connections wait for their MPA Request now, and how many
+ * remote accesses the peers of its connections made with an invalid
+ * STag. A listener that runs out of file descriptors stops accepting for
+ * a while and counts it here instead of spinning. Runs on the loop
+ * thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:

@@ -528,8 +528,8 @@ struct iw_stag_stats {
 
 /*
  * Read a context's STag counters: the sums over every QP the context ever
- * had. There is no per-listener counter yet: the context's is the
- * aggregate of all its listeners' connections. Any thread.
+ * had. Per connection: iw_query_qp_stag_stats; per listener (the
+ * connections it accepted): iw_cm_listener_stats. Any thread.
  *
  * Returns: 0, or a positive errno.
  * Errors:

@@ -125,21 +125,30 @@ IW_EXPORT int iw_cm_set_context(struct iw_cm_id *id, void *user_context)
 	return 0;
 }
 
+/* The id lets go of its QP (NULL if none): no more wake-ups, and no more
+ * counting into a listener's STag count the id may outlive. */
+static struct iw_qp *qp_detach(struct iw_cm_id_int *id)
+{
+	struct iw_qp *qp = id->qp;
+	if (!qp)
+		return NULL;
+	qp->glue = NULL;
+	qp->wake = NULL;
+	qp->mreq.bad_stag_group = NULL;
+	id->qp = NULL;
+	id->pub.qp = NULL;
+	return qp;
+}
+
 static int do_destroy(void *arg)
 {
 	struct iw_cm_id_int *id = arg;
 	if (atomic_load(&id->unacked))
 		return EBUSY;
 	iw_cm_conn_abort(id);
-	if (id->qp) {
-		struct iw_qp *qp = id->qp;
-		qp->glue = NULL;
-		qp->wake = NULL;
-		id->qp = NULL;
-		id->pub.qp = NULL;
-		if (id->own_qp)
-			iw_destroy_qp(qp);
-	}
+	struct iw_qp *qp = qp_detach(id);
+	if (qp && id->own_qp)
+		iw_destroy_qp(qp);
 	iw_cm_id_release(id);
 	return 0;
 }
@@ -207,6 +216,7 @@ static int do_listener_stats(void *arg)
 		return EINVAL;
 	*a->out = a->id->lstats;
 	a->out->pending = a->id->num_children;
+	a->out->invalid_stag = a->id->lcount ? atomic_load(&a->id->lcount->bad_stag) : 0;
 	return 0;
 }
 
@@ -301,6 +311,10 @@ static int do_create_qp(void *arg)
 	iw_modify_qp(qp, &qa, IW_QP_STATE);
 	qp->glue = a->id;
 	qp->wake = qp_wake;
+	/* An accepted connection's refused STags count for its listener too
+	 * (iw_cm_listener_stats). */
+	if (a->id->lcount)
+		qp->mreq.bad_stag_group = &a->id->lcount->bad_stag;
 	a->id->qp = qp;
 	a->id->pub.qp = qp;
 	a->id->own_qp = true;
@@ -321,12 +335,7 @@ static int do_destroy_qp(void *arg)
 	if (!id->qp)
 		return 0;
 	iw_cm_conn_abort(id);
-	struct iw_qp *qp = id->qp;
-	qp->glue = NULL;
-	qp->wake = NULL;
-	id->qp = NULL;
-	id->pub.qp = NULL;
-	return iw_destroy_qp(qp);
+	return iw_destroy_qp(qp_detach(id));
 }
 
 IW_EXPORT void iw_cm_destroy_qp(struct iw_cm_id *id)

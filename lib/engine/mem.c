@@ -519,6 +519,8 @@ static void count_bad_stag(struct iw_mem_table *t, const struct iw_mem_req *req)
 	atomic_fetch_add_explicit(&t->bad_stag, 1, memory_order_relaxed);
 	if (req->bad_stag)
 		atomic_fetch_add_explicit(req->bad_stag, 1, memory_order_relaxed);
+	if (req->bad_stag_group)
+		atomic_fetch_add_explicit(req->bad_stag_group, 1, memory_order_relaxed);
 }
 
 uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,

@@ -104,12 +104,14 @@ struct iw_mem_table {
 	atomic_ulong bad_stag;     /* remote accesses refused for their STag */
 };
 
-/* Who makes a remote access: the QP's PD and number, and the QP's own
- * count of accesses refused for their STag (NULL: none). */
+/* Who makes a remote access: the QP's PD and number, the QP's own count
+ * of accesses refused for their STag (NULL: none), and a second count the
+ * QP adds to (its connection's listener; NULL: none). */
 struct iw_mem_req {
 	const struct iw_pd *pd;
 	uint32_t qp_num;
 	atomic_ulong *bad_stag;
+	atomic_ulong *bad_stag_group;
 };
 
 /* 0, or -errno (the mutex, or no seed from the kernel). */
@@ -136,7 +138,8 @@ enum iw_mem_layer { IW_MEM_BY_DDP, IW_MEM_BY_RDMAP };
  * first check that failed in this order: STag known and valid, PD, access
  * rights, TO wrap, base and bounds. len 0 is valid anywhere inside or at the
  * end of the region. An access refused for its STag (unknown, stale,
- * invalid, another PD's) is counted in the table and in *req->bad_stag.
+ * invalid, another PD's) is counted in the table, in *req->bad_stag and
+ * in *req->bad_stag_group.
  * Thread safe, lock-free. */
 uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
 			     uint64_t to, uint64_t len, enum iw_mem_op op, enum iw_mem_layer layer,

@@ -583,6 +583,7 @@ static void accept_one(struct iw_cm_id_int *l, int fd)
 	id->fd = fd;
 	id->conn.opts = l->conn.opts;
 	id->conn.tune = l->conn.tune;
+	id->lcount = iw_cm_lcount_get(l->lcount);
 	iw_cm_child_link(l, id);
 	if (sock_setup(fd, &id->conn.tune) || ensure_events(id)) {
 		act(id, iw_conn_abort(&id->conn) | IW_CONN_EV_DROPPED);
@@ -646,6 +647,8 @@ int iw_cm_conn_listen(struct iw_cm_id_int *id)
 	const struct sockaddr *a = (const struct sockaddr *)&id->pub.local_addr;
 	socklen_t al = a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						 : sizeof(struct sockaddr_in);
+	if (!id->lcount && !(id->lcount = iw_cm_lcount_new()))
+		return ENOMEM;
 	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;

@@ -175,6 +175,29 @@ void iw_cm_child_unlink(struct iw_cm_id_int *id)
 	id->listener = id->child_prev = id->child_next = NULL;
 }
 
+struct iw_cm_lcount *iw_cm_lcount_new(void)
+{
+	struct iw_cm_lcount *lc = calloc(1, sizeof(*lc));
+	if (lc) {
+		atomic_init(&lc->bad_stag, 0);
+		lc->refs = 1;
+	}
+	return lc;
+}
+
+struct iw_cm_lcount *iw_cm_lcount_get(struct iw_cm_lcount *lc)
+{
+	if (lc)
+		lc->refs++;
+	return lc;
+}
+
+void iw_cm_lcount_put(struct iw_cm_lcount *lc)
+{
+	if (lc && --lc->refs == 0)
+		free(lc);
+}
+
 /* A listener going away: CONNECT_REQUESTs still queued stop naming it. */
 static void forget_listener(struct iw_cm_id_int *id)
 {
@@ -194,6 +217,7 @@ void iw_cm_id_release(struct iw_cm_id_int *id)
 	forget_listener(id);
 	iw_ev_work_cancel(id->pub.context, &id->work);
 	kill_events(id);
+	iw_cm_lcount_put(id->lcount);
 	id->ch->num_ids--;
 	iw_ev_ids_add(id->pub.context, -1);
 	pthread_mutex_destroy(&id->txlock);

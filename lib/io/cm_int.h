@@ -27,6 +27,15 @@ struct iw_cm_channel_int {
 	int num_ids;
 };
 
+/* A listener's count of accesses refused for their STag, shared with the
+ * ids it accepted, whose QPs add to it (iw_mem_req.bad_stag_group): kept
+ * until the last of them is gone, so a connection may outlive its
+ * listener. Taken and dropped on the loop thread. */
+struct iw_cm_lcount {
+	atomic_ulong bad_stag;
+	int refs;
+};
+
 struct iw_cm_id_int {
 	struct iw_cm_id pub;
 	struct iw_cm_channel_int *ch;
@@ -64,6 +73,9 @@ struct iw_cm_id_int {
 	struct iw_cm_listener_stats lstats;
 	uint32_t num_children;
 	uint32_t pause_ms;
+	/* The listener's STag count: its own, or the one of the listener
+	 * that accepted this id (NULL: neither). */
+	struct iw_cm_lcount *lcount;
 };
 
 static inline struct iw_cm_id_int *iw_cm_id_int(struct iw_cm_id *id)
@@ -77,6 +89,11 @@ void iw_cm_id_release(struct iw_cm_id_int *id);
 /* Link a new responder id to its listener / unlink it (NULL-safe). */
 void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id);
 void iw_cm_child_unlink(struct iw_cm_id_int *id);
+/* A listener's STag count: a new one (NULL: out of memory), one more
+ * reference, one fewer (NULL-safe; freed with the last). */
+struct iw_cm_lcount *iw_cm_lcount_new(void);
+struct iw_cm_lcount *iw_cm_lcount_get(struct iw_cm_lcount *lc);
+void iw_cm_lcount_put(struct iw_cm_lcount *lc);
 /* Queue an event on id's channel; the helper fills the fields it knows. */
 struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
 				    int status);
