@@ -28,6 +28,11 @@
  *   cm         reject, unreachable, MPA timeout, private data, RTR kinds,
  *              markers refused, Chelsio-like responder, IRD/ORD
  *   threads    4 threads on their own QPs and on one shared QP
+ *   poll       run-to-completion mode (IW_CONTEXT_POLL): cases of the
+ *              above with every context polling and every wait a busy
+ *              iw_poll_cq; receive driven by pollers alone while the
+ *              loop is paused; a poller and the loop taking turns on one
+ *              stream; disconnect and destroy while threads poll
  * Teardown destroys the ids (and QPs) before deregistering memory: a
  * responder's Read Response source stays referenced until its octets are
  * accounted as written, which may be just after the reader completed.
@@ -63,6 +68,10 @@
 #define PAD 64
 #define CANARY 0xA5
 #define MSG_LEN 256 /* small message buffers */
+
+/* The "poll" case's fixture sets it: contexts are made with
+ * IW_CONTEXT_POLL and completions are waited for by busy polling. */
+static bool lb_poll;
 
 /* ============================================================ time, fds */
 
@@ -258,9 +267,36 @@ static void cm_none(struct iw_cm_channel *ch)
 
 /* ============================================================ completions */
 
+/* Polling mode: the calling thread receives while it polls. */
+static void wc_spin(struct iw_cq *cq, struct iw_wc *out, int n, const char *what)
+{
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	for (int got = 0; got < n;) {
+		int k = iw_poll_cq(cq, n - got, out + got);
+		ck_assert_int_ge(k, 0);
+		got += k;
+		if (!k && now_ms() > dl)
+			ck_abort_msg("%s: %d of %d completions within %d ms", what, got, n,
+				     LB_WAIT_MS);
+	}
+}
+
+static void wc_block(struct iw_cq *cq, struct iw_comp_channel *cc, struct iw_wc *out, int n,
+		     const char *what);
+
 /* Exactly n completions of cq (armed through cc while none is there). */
 static void wc_wait(struct iw_cq *cq, struct iw_comp_channel *cc, struct iw_wc *out, int n,
 		    const char *what)
+{
+	if (lb_poll)
+		wc_spin(cq, out, n, what);
+	else
+		wc_block(cq, cc, out, n, what);
+}
+
+/* The same sleeping on the completion channel: the loop receives. */
+static void wc_block(struct iw_cq *cq, struct iw_comp_channel *cc, struct iw_wc *out, int n,
+		     const char *what)
 {
 	int64_t dl = deadline_in(LB_WAIT_MS);
 	int got = 0;
@@ -371,7 +407,9 @@ static void side_init(struct lb_side *s, struct iw_context *ctx)
 {
 	memset(s, 0, sizeof(*s));
 	if (!ctx) {
-		ctx = iw_context_new(NULL);
+		struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_FLAGS,
+					    .flags = lb_poll ? IW_CONTEXT_POLL : 0};
+		ctx = iw_context_new(&a);
 		ck_assert_msg(ctx != NULL, "iw_context_new: %s", strerror(errno));
 		s->own_ctx = true;
 	}
@@ -812,7 +850,8 @@ static void *runner_main(void *arg)
 		runner_set(r, R_FAILED);
 		return NULL;
 	}
-	struct iw_context_attr a = {.base = r->base};
+	struct iw_context_attr a = {.base = r->base, .comp_mask = IW_CONTEXT_ATTR_FLAGS,
+				    .flags = lb_poll ? IW_CONTEXT_POLL : 0};
 	for (int i = 0; i < r->nctx; i++) {
 		r->ctx[i] = iw_context_new(&a);
 		if (!r->ctx[i]) {
@@ -2833,6 +2872,203 @@ START_TEST(test_threads_shared_qp)
 }
 END_TEST
 
+/* ============================================================ 9. polling */
+
+static void poll_on(void)
+{
+	lb_poll = true;
+}
+
+static void poll_off(void)
+{
+	lb_poll = false;
+}
+
+/* The client's pollers alone move its data: its loop thread is paused. */
+START_TEST(test_poll_loop_paused)
+{
+	struct lb_runner r;
+	runner_start(&r, 1);
+	struct lb_env e;
+	env_init(&e, NULL, r.ctx[0]);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, MIB, "client");
+	end_init(&se, &s, MIB, "server");
+	runner_pause(&r);
+	/* Every operation each way, except a Read by the server: a client
+	 * that nobody polls does not answer it. */
+	for (int d = 0; d < 2; d++)
+		for (int op = 0; op < NUM_OPS; op++)
+			if (!d || op != OP_READ)
+				xfer(d ? &se : &ce, d ? &ce : &se, (enum lb_op)op, 8192, next_id);
+	xfer(&ce, &se, OP_WRITE, MIB, 1); /* more than the socket takes at once */
+	xfer(&ce, &se, OP_READ, MIB, 2);
+	xfer(&se, &ce, OP_SEND, MIB, 3);
+	/* A Write raises no completion at its target: iw_progress places it. */
+	uint8_t *dst = ce.data.p + PAD;
+	memset(dst, 0, 4096);
+	pat_fill(se.data.p, 4096, 4);
+	se.data.p[4095] = 0x5A;
+	ck_assert_int_eq(post_send1(s.qp, 9, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, se.data.p, 4096,
+				    se.data.mr->lkey, (uintptr_t)dst, ce.data.mr->rkey, 0),
+			 0);
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (((volatile uint8_t *)dst)[4095] != 0x5A) {
+		ck_assert_int_ge(iw_progress(e.cli.ctx), 0);
+		ck_assert_msg(now_ms() < dl, "the Write did not land through iw_progress");
+	}
+	check_data(dst, se.data.p, 4096, "Write placed by iw_progress");
+	struct iw_wc wc;
+	wc_wait(s.scq, s.side->cc, &wc, 1, "Write");
+	wc_check(&wc, 9, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, "Write");
+	runner_resume(&r);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+	runner_stop(&r);
+}
+END_TEST
+
+#define RACE_MSGS 200
+#define RACE_WIN 8
+
+static size_t race_len(int i)
+{
+	static const size_t len[] = {1, 64, 3000, 4096, 20000, 65536};
+	return len[i % 6];
+}
+
+/* One stream read by a poller and by the loop in turns: every few
+ * messages the client switches between busy polling and sleeping on its
+ * completion channel, while the server keeps RACE_WIN Sends in flight. */
+START_TEST(test_poll_race)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_buf src, dst;
+	buf_init(&src, e.srv.pd, RACE_WIN * 65536);
+	buf_init(&dst, e.cli.pd, RACE_MSGS * (size_t)65536);
+	for (int i = 0; i < RACE_MSGS; i++)
+		ck_assert_int_eq(post_recv1(c.qp, (uint64_t)i, dst.p + (size_t)i * 65536, 65536,
+					    dst.mr->lkey),
+				 0);
+	int sent = 0, done = 0;
+	struct iw_wc wc;
+	while (done < RACE_MSGS) {
+		for (; sent < RACE_MSGS && sent < done + RACE_WIN; sent++) {
+			uint8_t *p = src.p + (size_t)(sent % RACE_WIN) * 65536;
+			pat_fill(p, race_len(sent), (uint64_t)sent);
+			ck_assert_int_eq(post_send1(s.qp, (uint64_t)sent, IW_WR_SEND, 0, p,
+						    (uint32_t)race_len(sent), src.mr->lkey, 0, 0, 0),
+					 0);
+		}
+		if ((done / 5) % 2)
+			wc_block(c.rcq, c.side->cc, &wc, 1, "race receive");
+		else
+			wc_spin(c.rcq, &wc, 1, "race receive");
+		wc_check(&wc, (uint64_t)done, IW_WC_SUCCESS, IW_WC_RECV, "race receive");
+		ck_assert_uint_eq(wc.byte_len, race_len(done));
+		uint8_t want[65536];
+		pat_fill(want, race_len(done), (uint64_t)done);
+		check_data(dst.p + (size_t)done * 65536, want, race_len(done), "race receive");
+		done++;
+	}
+	wc_none(c.rcq, "after the race");
+	conn_fini(&c);
+	conn_fini(&s);
+	buf_fini(&src);
+	buf_fini(&dst);
+	env_fini(&e);
+}
+END_TEST
+
+struct poller {
+	struct lb_conn *c;
+	atomic_bool stop;
+	atomic_int recvs, flushed, bad;
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	struct iw_wc wc[4];
+	while (!atomic_load(&p->stop)) {
+		int k = iw_poll_cq(p->c->rcq, 4, wc);
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status == IW_WC_SUCCESS)
+				atomic_fetch_add(&p->recvs, 1);
+			else if (wc[i].status == IW_WC_WR_FLUSH_ERR)
+				atomic_fetch_add(&p->flushed, 1);
+			else
+				atomic_fetch_add(&p->bad, 1);
+		}
+		if (k < 0 || iw_progress(p->c->side->ctx) < 0)
+			atomic_fetch_add(&p->bad, 1);
+	}
+	return NULL;
+}
+
+/* Two threads poll the client while the server disconnects, and keep
+ * polling while the client's id and QP are destroyed under them: every
+ * receive completes once (received or flushed), and nothing is used after
+ * it is freed (ASan, valgrind). _i 1: abortive (the server's id is
+ * destroyed instead of disconnected). */
+START_TEST(test_poll_teardown)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 0, "client");
+	end_init(&se, &s, 0, "server");
+	for (uint64_t i = 0; i < 32; i++)
+		ck_assert_int_eq(post_recv1(c.qp, i, ce.msg.p + (i % 32) * MSG_LEN, MSG_LEN,
+					    ce.msg.mr->lkey),
+				 0);
+	struct poller p = {.c = &c};
+	pthread_t th[2];
+	for (int t = 0; t < 2; t++)
+		ck_assert_int_eq(pthread_create(&th[t], NULL, poller_main, &p), 0);
+	for (uint64_t i = 0; i < 16; i++)
+		ck_assert_int_eq(post_send1(s.qp, i, IW_WR_SEND, 0, se.msg.p, 32, se.msg.mr->lkey, 0,
+					    0, 0),
+				 0);
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (atomic_load(&p.recvs) < 16)
+		ck_assert_msg(now_ms() < dl, "%d of 16 receives", atomic_load(&p.recvs));
+	struct lb_ev ev;
+	if (_i) {
+		ck_assert_int_eq(iw_cm_destroy_id(s.id), 0);
+		s.id = NULL;
+	} else {
+		ck_assert_int_eq(iw_cm_disconnect(s.id), 0);
+	}
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_int_eq(iw_cm_destroy_id(c.id), 0);
+	c.id = NULL;
+	while (atomic_load(&p.flushed) < 16)
+		ck_assert_msg(now_ms() < dl, "%d of 16 flushes", atomic_load(&p.flushed));
+	atomic_store(&p.stop, true);
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	ck_assert_int_eq(atomic_load(&p.recvs), 16);
+	ck_assert_int_eq(atomic_load(&p.flushed), 16);
+	ck_assert_int_eq(atomic_load(&p.bad), 0);
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
 /* ============================================================ suite */
 
 Suite *suite_loopback(void)
@@ -2900,6 +3136,24 @@ Suite *suite_loopback(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_threads_own_qps);
 	tcase_add_test(tc, test_threads_shared_qp);
+	suite_add_tcase(s, tc);
+
+	/* Polling mode: the cases above that need no stopped reader, then
+	 * its own. */
+	tc = tcase_create("poll");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, poll_on, poll_off);
+	tcase_add_loop_test(tc, test_ops_matrix, 0, 2);
+	tcase_add_loop_test(tc, test_ops_matrix, 7, 8);
+	tcase_add_test(tc, test_solicited_notify);
+	tcase_add_loop_test(tc, test_invalidate_refused, 0, 3);
+	tcase_add_loop_test(tc, test_wr_at_fault, 0, 2);
+	tcase_add_test(tc, test_close_graceful_server);
+	tcase_add_test(tc, test_app_event_base);
+	tcase_add_test(tc, test_threads_shared_qp);
+	tcase_add_test(tc, test_poll_loop_paused);
+	tcase_add_test(tc, test_poll_race);
+	tcase_add_loop_test(tc, test_poll_teardown, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -69,6 +69,15 @@ enum iw_context_attr_mask {
 	IW_CONTEXT_ATTR_LOOP_CPUSET = 1 << 3, /* loop_cpuset and loop_cpuset_size are valid */
 	IW_CONTEXT_ATTR_LOOP_NAME = 1 << 4,   /* loop_name is valid */
 	IW_CONTEXT_ATTR_CONN_OPTS = 1 << 5,   /* conn_opts is valid */
+	IW_CONTEXT_ATTR_FLAGS = 1 << 6,       /* flags is valid */
+};
+
+/* iw_context_attr.flags. */
+enum iw_context_flags {
+	/* Run-to-completion polling mode: the threads that call iw_poll_cq
+	 * and iw_progress receive for the connections they poll (see
+	 * iw_progress). */
+	IW_CONTEXT_POLL = 1 << 0,
 };
 
 struct iw_conn_opts; /* <iwarp/cm.h> */
@@ -121,6 +130,10 @@ struct iw_context_attr {
 	 * iw_cm_set_conn_opts): e.g. keepalive and TCP_USER_TIMEOUT for all
 	 * connections at once. Checked as iw_cm_set_conn_opts checks them. */
 	const struct iw_conn_opts *conn_opts;
+	/* enum iw_context_flags (IW_CONTEXT_ATTR_FLAGS). The mode is the
+	 * context's rather than a CQ's: a QP may complete into two CQs, and
+	 * one thread that polls either must be able to drive its socket. */
+	uint32_t flags;
 };
 
 /*
@@ -150,7 +163,8 @@ struct iw_context_attr {
  *           attr->base set; loop_cpuset NULL or of size 0, or a set with
  *           no CPU this process may use; loop_name NULL, empty or longer
  *           than 15 characters; conn_opts NULL, or a field of it out
- *           of range (iw_cm_set_conn_opts).
+ *           of range (iw_cm_set_conn_opts); flags with a bit that is
+ *           not an enum iw_context_flags.
  *   ENOENT  The trace file could not be created; any errno of fopen(3)
  *           (EACCES, EROFS, ...) is passed on the same way.
  *   ENOMEM  Out of memory, or the event base could not be created.
@@ -177,6 +191,30 @@ struct iw_context *iw_context_new(const struct iw_context_attr *attr);
  *           still exist on the context.
  */
 int iw_context_free(struct iw_context *ctx);
+/*
+ * Drive every connection of a polling context from the calling thread.
+ * In a context created with IW_CONTEXT_POLL (iw_context_attr.flags) the
+ * threads that poll move the data: iw_poll_cq, when the CQ holds fewer
+ * completions than asked for, reads the sockets of the running
+ * connections whose QPs complete into that CQ (nonblocking), places what
+ * arrived and completes work requests on the calling thread, and
+ * iw_progress does the same for every connection of the context (for an
+ * application that polls several CQs, or waits for an RDMA Write to land
+ * in its memory). iw_post_send writes on the calling thread in either
+ * mode while the socket takes the octets. Connection setup, timers, the
+ * end of a connection and a full socket stay with the loop thread, as do
+ * connections nobody polls: a thread that stops polling (to sleep on a
+ * completion channel, say) finds the loop reading for it again within a
+ * millisecond or two. Any number of threads may poll at once; a
+ * connection another thread is reading is skipped, not waited for. In a
+ * context without IW_CONTEXT_POLL this does nothing.
+ *
+ * Returns: the number of socket reads that moved octets (0: nothing
+ * arrived), or -EINVAL.
+ * Errors:
+ *   EINVAL  ctx is NULL.
+ */
+int iw_progress(struct iw_context *ctx);
 
 /* Capabilities in iw_device_attr.device_cap_flags. */
 enum iw_device_cap_flags {

@@ -132,8 +132,7 @@ static struct iw_qp *qp_detach(struct iw_cm_id_int *id)
 	struct iw_qp *qp = id->qp;
 	if (!qp)
 		return NULL;
-	qp->glue = NULL;
-	qp->wake = NULL;
+	iw_qp_set_glue(qp, NULL, NULL);
 	qp->mreq.bad_stag_group = NULL;
 	id->qp = NULL;
 	id->pub.qp = NULL;
@@ -309,8 +308,7 @@ static int do_create_qp(void *arg)
 		return errno;
 	struct iw_qp_attr qa = {.qp_state = IW_QPS_INIT};
 	iw_modify_qp(qp, &qa, IW_QP_STATE);
-	qp->glue = a->id;
-	qp->wake = qp_wake;
+	iw_qp_set_glue(qp, a->id, qp_wake);
 	/* An accepted connection's refused STags count for its listener too
 	 * (iw_cm_listener_stats). */
 	if (a->id->lcount)

@@ -11,6 +11,7 @@
 #include "conn/conn.h"
 #include "engine/context.h"
 #include "io/ev.h"
+#include "io/cm_int.h"
 #include "diag/trace.h"
 #include "base/visibility.h"
 
@@ -28,6 +29,11 @@ struct iw_context *iw_context_core_new(void)
 		if (rc)
 			iw_mem_table_cleanup(&ctx->mem);
 	}
+	if (rc == 0 && iw_poll_set_init(&ctx->poll)) {
+		iw_async_cleanup(ctx);
+		iw_mem_table_cleanup(&ctx->mem);
+		rc = -ENOMEM;
+	}
 	if (rc) {
 		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
@@ -43,6 +49,7 @@ void iw_context_core_free(struct iw_context *ctx)
 		return;
 	iw_async_cleanup(ctx);
 	iw_mem_table_cleanup(&ctx->mem);
+	iw_poll_set_cleanup(&ctx->poll);
 	pthread_mutex_destroy(&ctx->lock);
 	iw_trace_free(ctx->trace, NULL);
 	free(ctx->conn_opts);
@@ -118,6 +125,15 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		errno = rc;
 		return NULL;
 	}
+	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_FLAGS)) {
+		if (attr->flags & ~(uint32_t)IW_CONTEXT_POLL) {
+			iw_context_core_free(ctx);
+			errno = EINVAL;
+			return NULL;
+		}
+		ctx->poll_mode = attr->flags & IW_CONTEXT_POLL;
+		ctx->progress = iw_cm_conn_poll;
+	}
 	rc = iw_ev_init(ctx, attr ? attr->base : NULL, bounce, &lt);
 	if (rc) {
 		iw_context_core_free(ctx);
@@ -140,4 +156,14 @@ IW_EXPORT int iw_context_free(struct iw_context *ctx)
 		return rc;
 	iw_context_core_free(ctx);
 	return 0;
+}
+
+/* Like iw_poll_cq, a count or a negative errno (verbs.h). */
+IW_EXPORT int iw_progress(struct iw_context *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	if (!ctx->poll_mode)
+		return 0;
+	return (int)iw_poll_set_run(&ctx->poll, ctx->progress);
 }

@@ -28,6 +28,8 @@ void iw_conn_init(struct iw_conn *c, const struct iw_qp_link_ops *ops)
 	atomic_init(&c->tx_engine, false);
 	atomic_init(&c->tx_any, false);
 	atomic_init(&c->tx_stop, false);
+	atomic_init(&c->rx_any, false);
+	atomic_init(&c->deferred, 0);
 }
 
 void iw_conn_listen(struct iw_conn *c)
@@ -155,7 +157,7 @@ static bool data_phase(const struct iw_conn *c)
  * them read again by a zero-length Write, while it has sent nothing. */
 static void wake_start(struct iw_conn *c)
 {
-	c->rx_any = false;
+	atomic_store_explicit(&c->rx_any, false, memory_order_relaxed);
 	if (!c->initiator || !c->opts.wake_ms || !c->tune.wake_count)
 		return;
 	c->wake_ms = c->opts.wake_ms;
@@ -307,6 +309,7 @@ unsigned iw_conn_step(struct iw_conn *c, int tx_err)
 		return 0;
 	struct iw_qp_status st;
 	c->ops->poll(c->qp, &st);
+	st.events |= atomic_exchange(&c->deferred, 0);
 	return after_status(c, &st, tx_err);
 }
 
@@ -320,8 +323,12 @@ size_t iw_conn_rx_plan(struct iw_conn *c, uint8_t **dst, size_t *cap)
 			*cap = sizeof(c->hs.rx);
 		return 0;
 	}
-	if (!data_phase(c))
-		return 0;
+	return data_phase(c) ? iw_conn_poll_plan(c, dst, cap) : 0;
+}
+
+size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap)
+{
+	*dst = NULL;
 	uint32_t seg_len = 0;
 	size_t d = c->ops->rx_direct(c->qp, dst, &seg_len);
 	if (d >= c->tune.direct_min && d)
@@ -334,15 +341,36 @@ size_t iw_conn_rx_plan(struct iw_conn *c, uint8_t **dst, size_t *cap)
 	return 0;
 }
 
+static void rx_batch(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len,
+		     struct iw_qp_status *st)
+{
+	atomic_store_explicit(&c->rx_any, true, memory_order_relaxed);
+	struct iw_qp_rx_batch b = {.placed = placed, .in = in, .len = len};
+	c->ops->rx_batch(c->qp, &b, st);
+}
+
 static unsigned rx_data(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len)
 {
 	if (!placed && !len)
 		return 0;
-	c->rx_any = true;
-	struct iw_qp_rx_batch b = {.placed = placed, .in = in, .len = len};
 	struct iw_qp_status st;
-	c->ops->rx_batch(c->qp, &b, &st);
+	rx_batch(c, placed, in, len, &st);
 	return after_status(c, &st, 0);
+}
+
+unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len)
+{
+	if (!placed && !len)
+		return 0;
+	struct iw_qp_status st;
+	rx_batch(c, placed, in, len, &st);
+	unsigned ev = st.events & IW_QPE_TX ? IW_CONN_EV_SEND : 0;
+	unsigned owner = st.events & ~(unsigned)IW_QPE_TX;
+	if (owner)
+		atomic_fetch_or(&c->deferred, owner);
+	/* An ERR the QP was already in was reported when it happened; the
+	 * owner looks again anyway, as the loop would after any read. */
+	return ev | (owner || st.err ? IW_CONN_EV_LOOP : 0);
 }
 
 /* A Reply we cannot live with (no RTR we offered, insufficient IRD): RFC
@@ -536,7 +564,8 @@ static unsigned wake_fire(struct iw_conn *c, uint64_t now)
 {
 	(void)now;
 	unsigned ev = 0;
-	if ((c->state != IW_CONN_RTR_WAIT && c->state != IW_CONN_RUNNING) || c->rx_any)
+	if ((c->state != IW_CONN_RTR_WAIT && c->state != IW_CONN_RUNNING) ||
+	    atomic_load_explicit(&c->rx_any, memory_order_relaxed))
 		return 0;
 	if (atomic_load_explicit(&c->tx_any, memory_order_relaxed)) {
 		c->ops->wake(c->qp);

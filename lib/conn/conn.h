@@ -67,6 +67,7 @@ enum {
 	IW_CONN_EV_DISCONNECTED = 1 << 8,  /* c->why */
 	IW_CONN_EV_DROPPED = 1 << 9,       /* responder, never shown: free it (c->why: EPROTO
 					    * bad Request, ECONNRESET peer gone, ETIMEDOUT) */
+	IW_CONN_EV_LOOP = 1 << 10,         /* iw_conn_poll_recv: the owner must iw_conn_step */
 };
 
 /* Tuning (iw_conn_opts in cm.h), with the defaults of iw_conn_tune_default
@@ -128,7 +129,10 @@ struct iw_conn {
 	struct iw_conn_timer t_wake;
 	uint32_t wake_ms;
 	uint32_t wake_left;
-	bool rx_any;                /* the peer sent something since the Reply */
+	atomic_bool rx_any;         /* the peer sent something since the Reply */
+	/* Engine events a polling thread took and left to the owner (the
+	 * next iw_conn_step acts on them). */
+	atomic_uint deferred;
 	atomic_bool tx_any;         /* we sent FPDUs */
 	bool close_abortive;
 	struct iw_conn_why why;
@@ -179,6 +183,16 @@ unsigned iw_conn_eof(struct iw_conn *c);
 unsigned iw_conn_io_error(struct iw_conn *c, int err);
 /* False while the socket should not be read (CONNREQ, closed). */
 bool iw_conn_wants_read(const struct iw_conn *c);
+
+/* Run to completion: a thread other than the owner receives for a
+ * connection the owner saw RUNNING (the glue makes sure only one thread
+ * receives at a time, and that the owner has not closed it). These two
+ * read and write no connection state: the engine's events that need the
+ * state machine (ESTABLISHED, ERROR) are kept for the owner's next
+ * iw_conn_step and reported as IW_CONN_EV_LOOP; IW_CONN_EV_SEND means the
+ * QP has octets to write (any thread may, as for posted work). */
+size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap);
+unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len);
 
 /* Transmit: the MPA frame, the FPDUs, a TERMINATE. Fills iov (cap > 0),
  * returns the count (0: nothing) or a negative errno from the engine. */

@@ -14,9 +14,11 @@
 #include "base/evq.h"
 #include "iwarp/verbs.h"
 #include "engine/mem.h"
+#include "engine/poll_set.h"
 
 struct iw_ev;    /* ev.c's per-context state */
 struct iw_trace; /* trace.c */
+struct iw_qp;
 
 struct iw_context {
 	pthread_mutex_t lock; /* object lists and numbering */
@@ -32,6 +34,12 @@ struct iw_context {
 	/* iw_context_attr.conn_opts, copied (heap), that every CM id starts
 	 * with; NULL: the defaults. */
 	struct iw_conn_opts *conn_opts;
+	/* Run-to-completion mode (IW_CONTEXT_POLL): every QP is in poll, and
+	 * iw_poll_cq / iw_progress call progress (the glue's) for each QP
+	 * they drive; it returns how many receive batches it handled. */
+	bool poll_mode;
+	struct iw_poll_set poll;
+	unsigned (*progress)(struct iw_qp *qp);
 };
 
 /* One queued asynchronous event (heap). iw_get_async_event copies the event

@@ -154,6 +154,8 @@ IW_EXPORT struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_c
 		return NULL;
 	}
 	rc = pthread_mutex_init(&cq->lock, NULL);
+	if (!rc && (rc = iw_poll_set_init(&cq->poll)))
+		pthread_mutex_destroy(&cq->lock);
 	if (rc) {
 		free(cq->ring);
 		free(cq);
@@ -179,6 +181,7 @@ static void cq_teardown(struct iw_cq *cq)
 {
 	atomic_fetch_sub(&cq->context->num_objs, 1);
 	pthread_mutex_destroy(&cq->lock);
+	iw_poll_set_cleanup(&cq->poll);
 	free(cq->ring);
 	cq->ring = NULL;
 }
@@ -287,12 +290,10 @@ IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
 	return 0;
 }
 
-IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
+static int take(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 {
 	uint32_t n;
 
-	if (!cq || num_entries < 0 || (num_entries > 0 && !wc))
-		return -EINVAL;
 	pthread_mutex_lock(&cq->lock);
 	n = cq->count < (uint32_t)num_entries ? cq->count : (uint32_t)num_entries;
 	if (n) {
@@ -302,6 +303,22 @@ IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 	}
 	pthread_mutex_unlock(&cq->lock);
 	return (int)n;
+}
+
+/* In a polling context the caller's thread receives for the CQ's QPs
+ * when the ring has less than it asked for, then takes what that
+ * completed: no hand-off to the loop thread. */
+IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
+{
+	if (!cq || num_entries < 0 || (num_entries > 0 && !wc))
+		return -EINVAL;
+	int n = take(cq, num_entries, wc);
+	struct iw_context *ctx = cq->context;
+	if (n == num_entries || !ctx->poll_mode || !ctx->progress)
+		return n;
+	if (!iw_poll_set_run(&cq->poll, ctx->progress))
+		return n;
+	return n + take(cq, num_entries - n, wc + n);
 }
 
 /* The caller holds cq->lock and has just added wc: does it fire the arming? */

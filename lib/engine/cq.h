@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "base/evq.h"
+#include "engine/poll_set.h"
 #include "iwarp/verbs.h"
 
 enum { IW_CQ_UNARMED = 0, IW_CQ_ARM_NEXT, IW_CQ_ARM_SOLICITED };
@@ -47,6 +48,7 @@ struct iw_cq {
 	unsigned events_raised;  /* channel events handed out ... */
 	unsigned events_acked;   /* ... and acked (destroy needs them equal) */
 	atomic_int use;          /* QPs and SRQs using it */
+	struct iw_poll_set poll; /* polling context: the QPs completing here */
 };
 
 /* The channel's private part; the public struct is its first member. */

@@ -134,6 +134,12 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (qp->context->poll_mode && iw_qp_poll_join(qp)) {
+		atomic_fetch_sub(&qp->context->num_qps, 1);
+		qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	qp->qp_num = atomic_fetch_add(&pd->context->next_qpn, 1) + 1;
 	qp->mreq = (struct iw_mem_req){.pd = pd, .qp_num = qp->qp_num, .bad_stag = &qp->bad_stag};
 	qp->max_rd_atomic = qp->max_dest_rd_atomic = 16;
@@ -158,6 +164,8 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 		return 0;
 	if (qp->glue)
 		return EBUSY; /* still owned by a CM id: use iw_cm_destroy_qp */
+	if (qp->context->poll_mode)
+		iw_qp_poll_leave(qp); /* waits for pollers inside */
 	iw_qp_lock(qp);
 	/* Unsent Read Responses hold references on their source MRs. */
 	iw_qp_txq_discard_locked(qp);

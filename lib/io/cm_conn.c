@@ -12,6 +12,17 @@
  * readv() lands the payload straight in the application's buffer and only
  * the octets after it go through the context's bounce buffer.
  * Transmit: everything queued goes out in one sendmsg().
+ * Run to completion (a context with IW_CONTEXT_POLL): application threads
+ * that poll (iw_poll_cq, iw_progress) read the socket of a RUNNING
+ * connection themselves (iw_cm_conn_poll). Receive ownership is the
+ * connection's rxlock, only ever tried on the data path: the thread that
+ * holds it reads, another skips, and since the octets stay in the socket
+ * and the read event is level-triggered nothing is lost. While pollers
+ * keep visiting, the loop leaves the read event off (rd_paused) so that
+ * it does not wake for every message, and looks again every
+ * IW_POLL_PAUSE_MS. What a poller cannot finish (the end of the stream, a
+ * socket error, an engine event that moves the state machine) it leaves
+ * to the loop (rx_kick with sock_err, iw_conn deferred events, loop work).
  * Tracing (trace.h): with a trace on the context, every successful send
  * and receive hands the octets it moved to the tracer, and shutdown, end
  * of stream and close tell it about FINs; with tracing off each hook is
@@ -36,11 +47,18 @@
 
 #define IW_TX_IOV 512
 #define IW_RX_BUDGET 64
+/* A poller reads at most this often per visit, into a stack buffer this
+ * large (payloads of direct_min and more land in place anyway). */
+#define IW_POLL_BUDGET 4
+#define IW_POLL_BOUNCE (16 * 1024)
+#define IW_POLL_PAUSE_MS 1
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
 static void on_timeout(evutil_socket_t fd, short what, void *arg);
+static void on_pause(evutil_socket_t fd, short what, void *arg);
 static void act(struct iw_cm_id_int *id, unsigned ev);
+static void loop_rx(struct iw_cm_id_int *id, bool wait);
 
 /* ------------------------------------------------------------ plumbing */
 
@@ -127,7 +145,9 @@ static int ensure_events(struct iw_cm_id_int *id)
 		id->wr = event_new(b, id->fd, EV_WRITE, on_write, id);
 	if (!id->tmo)
 		id->tmo = evtimer_new(b, on_timeout, id);
-	return id->rd && id->wr && id->tmo ? 0 : ENOMEM;
+	if (!id->pause)
+		id->pause = evtimer_new(b, on_pause, id);
+	return id->rd && id->wr && id->tmo && id->pause ? 0 : ENOMEM;
 }
 
 /* Arm the timer at the connection's next deadline, and read only while
@@ -149,7 +169,10 @@ static void sync_events(struct iw_cm_id_int *id)
 			evtimer_add(id->tmo, &tv);
 		}
 	}
-	bool want = iw_conn_wants_read(&id->conn);
+	atomic_store_explicit(&id->poll_ok,
+			      id->pub.context->poll_mode && id->conn.state == IW_CONN_RUNNING,
+			      memory_order_release);
+	bool want = iw_conn_wants_read(&id->conn) && !id->rd_paused;
 	if (want != id->rd_on && id->rd) {
 		id->rd_on = want;
 		if (want)
@@ -172,9 +195,14 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 	free_event(&id->rd);
 	free_event(&id->wr);
 	free_event(&id->tmo);
+	free_event(&id->pause);
 	id->rd_on = false;
+	id->rd_paused = false;
 	id->tmo_at = UINT64_MAX;
+	atomic_store(&id->poll_ok, false);
 	if (id->fd >= 0) {
+		/* A poller may be reading (rxlock held): it finishes first. */
+		pthread_mutex_lock(&id->rxlock);
 		/* An application thread may be in write_loop (iw_cm_conn_tx,
 		 * txlock held, iovecs pointing into the transmit queue): let it
 		 * finish, and let the next one see no socket, before the fd is
@@ -186,6 +214,7 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 		struct iw_trace_conn *tc = id->trace;
 		id->trace = NULL;
 		pthread_mutex_unlock(&id->txlock);
+		pthread_mutex_unlock(&id->rxlock);
 		if (abortive) {
 			/* RST instead of FIN: the peer learns at once. */
 			struct linger l = {.l_onoff = 1, .l_linger = 0};
@@ -283,6 +312,7 @@ static int tx_drive(struct iw_cm_id_int *id, unsigned *ev)
 			return 0;
 		atomic_store(&id->tx_req, 0);
 		int rc = id->fd >= 0 ? write_loop(id, ev) : 0;
+		atomic_store_explicit(&id->tx_full, rc == 1, memory_order_relaxed);
 		pthread_mutex_unlock(&id->txlock);
 		if (rc)
 			return rc;
@@ -447,19 +477,54 @@ static void act(struct iw_cm_id_int *id, unsigned ev)
 
 void iw_cm_conn_work(struct iw_cm_id_int *id)
 {
+	/* A poller met the end of the stream or an error: read it here. */
+	if (atomic_exchange(&id->rx_kick, false) && id->fd >= 0) {
+		id->rd_paused = false;
+		loop_rx(id, true);
+		return;
+	}
 	act(id, IW_CONN_EV_SEND);
 }
 
 /* ------------------------------------------------------------ receive */
 
-/* One read; returns the connection's events, *n octets read, 0 at EOF,
- * -1 EAGAIN, -2 error (errno in *err). */
-static unsigned rx_once(struct iw_cm_id_int *id, ssize_t *out_n)
-{
+/* Where a read lands: the loop's bounce buffer, or a poller's. A poller
+ * uses the iw_conn_poll_* calls and leaves the end of the stream and
+ * errors to the loop. */
+struct rx_buf {
+	uint8_t *p;
 	size_t cap;
-	uint8_t *bounce = iw_ev_bounce(id->pub.context, &cap);
+	bool poller;
+};
+
+/* The end of the stream or a socket error (err 0: EOF). A poller only
+ * records the error and has the loop read the end itself (rx_kick). */
+static unsigned rx_end(struct iw_cm_id_int *id, const struct rx_buf *b, int err)
+{
+	if (b->poller) {
+		sock_err(id, err);
+		atomic_store(&id->rx_kick, true);
+		return IW_CONN_EV_LOOP;
+	}
+	if (err)
+		return iw_conn_io_error(&id->conn, sock_err(id, err));
+	if (id->trace)
+		iw_trace_fin(id->trace, IW_TRACE_RX);
+	/* A write (or a poller's read) already met the error that ended the
+	 * stream. */
+	int e = sock_err(id, 0);
+	return e ? iw_conn_io_error(&id->conn, e) : iw_conn_eof(&id->conn);
+}
+
+/* One read (rxlock held); returns the connection's events, *n octets
+ * read, 0 at EOF, -1 EAGAIN, -2 error. */
+static unsigned rx_once(struct iw_cm_id_int *id, const struct rx_buf *b, ssize_t *out_n)
+{
+	size_t cap = b->cap;
+	uint8_t *bounce = b->p;
 	uint8_t *dst = NULL;
-	size_t d = iw_conn_rx_plan(&id->conn, &dst, &cap);
+	size_t d = b->poller ? iw_conn_poll_plan(&id->conn, &dst, &cap)
+			     : iw_conn_rx_plan(&id->conn, &dst, &cap);
 	ssize_t n;
 	if (d) {
 		struct iovec iov[2] = {{dst, d}, {bounce, cap}};
@@ -474,15 +539,10 @@ static unsigned rx_once(struct iw_cm_id_int *id, ssize_t *out_n)
 			return 0;
 		}
 		*out_n = -2;
-		return iw_conn_io_error(&id->conn, sock_err(id, errno));
+		return rx_end(id, b, errno);
 	}
-	if (n == 0) {
-		if (id->trace)
-			iw_trace_fin(id->trace, IW_TRACE_RX);
-		/* A write already met the error that ended the stream. */
-		int e = sock_err(id, 0);
-		return e ? iw_conn_io_error(&id->conn, e) : iw_conn_eof(&id->conn);
-	}
+	if (n == 0)
+		return rx_end(id, b, 0);
 	size_t take = (size_t)n < d ? (size_t)n : d;
 	if (id->trace) {
 		/* In stream order: the directly placed part, then the rest.
@@ -491,8 +551,49 @@ static unsigned rx_once(struct iw_cm_id_int *id, ssize_t *out_n)
 		struct iovec got[2] = {{dst, take}, {bounce, (size_t)n - take}};
 		iw_trace_data(id->trace, IW_TRACE_RX, got, 2, (size_t)n);
 	}
+	if (b->poller)
+		return iw_conn_poll_recv(&id->conn, take, bounce, (size_t)n - take);
 	size_t used;
 	return iw_conn_recv_placed(&id->conn, take, bounce, (size_t)n - take, &used);
+}
+
+/* Pollers drive this connection: stop waking for its octets, look again
+ * in a while (on_pause). */
+static void rd_pause(struct iw_cm_id_int *id)
+{
+	struct timeval tv = {.tv_sec = 0, .tv_usec = IW_POLL_PAUSE_MS * 1000};
+	id->rd_paused = true;
+	evtimer_add(id->pause, &tv);
+	sync_events(id);
+}
+
+/* The loop's reads (CM lock held). wait: take receive ownership even if a
+ * poller holds it now (it never waits for the loop, so this ends). */
+static void loop_rx(struct iw_cm_id_int *id, bool wait)
+{
+	if (wait)
+		pthread_mutex_lock(&id->rxlock);
+	else if (pthread_mutex_trylock(&id->rxlock)) {
+		rd_pause(id); /* a poller is reading right now */
+		return;
+	}
+	size_t cap;
+	uint8_t *p = iw_ev_bounce(id->pub.context, &cap);
+	struct rx_buf b = {.p = p, .cap = cap, .poller = false};
+	unsigned ev = 0;
+	for (int i = 0; i < IW_RX_BUDGET && id->fd >= 0 && iw_conn_wants_read(&id->conn); i++) {
+		ssize_t n;
+		ev |= rx_once(id, &b, &n);
+		if (n <= 0 || (ev & (IW_CONN_EV_CLOSE | IW_CONN_EV_REQUEST)))
+			break;
+	}
+	pthread_mutex_unlock(&id->rxlock); /* act may close the socket */
+	act(id, ev | IW_CONN_EV_SEND);
+}
+
+static bool pollers_active(struct iw_cm_id_int *id)
+{
+	return atomic_load(&id->poll_ok) && atomic_exchange(&id->polled, false);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -502,15 +603,70 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	iw_ev_enter(ctx);
-	unsigned ev = 0;
-	for (int i = 0; i < IW_RX_BUDGET && iw_conn_wants_read(&id->conn); i++) {
-		ssize_t n;
-		ev |= rx_once(id, &n);
-		if (n <= 0 || (ev & (IW_CONN_EV_CLOSE | IW_CONN_EV_REQUEST)))
-			break;
-	}
-	act(id, ev | IW_CONN_EV_SEND);
+	if (pollers_active(id))
+		rd_pause(id);
+	else
+		loop_rx(id, false);
 	iw_ev_leave(ctx);
+}
+
+/* Still polled: stay paused; otherwise the loop reads again (and octets
+ * that arrived meanwhile raise the level-triggered event at once). */
+static void on_pause(evutil_socket_t fd, short what, void *arg)
+{
+	struct iw_cm_id_int *id = arg;
+	struct iw_context *ctx = id->pub.context;
+	(void)fd;
+	(void)what;
+	iw_ev_enter(ctx);
+	if (pollers_active(id)) {
+		rd_pause(id);
+	} else {
+		id->rd_paused = false;
+		sync_events(id);
+	}
+	iw_ev_leave(ctx);
+}
+
+/* ------------------------------------------------------------ polling */
+
+/* A poller's reads (rxlock held): how many moved octets. */
+static unsigned poll_rx(struct iw_cm_id_int *id, unsigned *ev)
+{
+	uint8_t bounce[IW_POLL_BOUNCE];
+	struct rx_buf b = {.p = bounce, .cap = sizeof(bounce), .poller = true};
+	unsigned got = 0;
+	for (int i = 0; i < IW_POLL_BUDGET; i++) {
+		ssize_t n;
+		*ev |= rx_once(id, &b, &n);
+		if (n <= 0 || (*ev & IW_CONN_EV_LOOP))
+			break;
+		got++;
+	}
+	return got;
+}
+
+/* Called by the engine's poll-set walk, whose barrier keeps the id alive
+ * (iw_qp_set_glue). Skips a connection another thread is reading. */
+unsigned iw_cm_conn_poll(struct iw_qp *qp)
+{
+	struct iw_cm_id_int *id = iw_qp_glue(qp);
+	if (!id || !atomic_load_explicit(&id->poll_ok, memory_order_acquire))
+		return 0;
+	atomic_store_explicit(&id->polled, true, memory_order_relaxed);
+	if (pthread_mutex_trylock(&id->rxlock))
+		return 0;
+	unsigned ev = 0, got = 0;
+	if (id->fd >= 0 && atomic_load(&id->poll_ok))
+		got = poll_rx(id, &ev);
+	pthread_mutex_unlock(&id->rxlock);
+	/* A poller also writes what a full socket left queued: its thread
+	 * need not wait for the loop's write event. */
+	if ((ev & IW_CONN_EV_SEND) || atomic_load_explicit(&id->tx_full, memory_order_relaxed))
+		iw_cm_conn_tx(id);
+	if (ev & IW_CONN_EV_LOOP)
+		iw_cm_want_work(id);
+	return got;
 }
 
 /* ------------------------------------------------------------ write, timer */

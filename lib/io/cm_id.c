@@ -131,6 +131,7 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_con
 		iw_conn_tune_set(&id->conn.tune, ch->pub.context->conn_opts);
 	id->tmo_at = UINT64_MAX;
 	pthread_mutex_init(&id->txlock, NULL);
+	pthread_mutex_init(&id->rxlock, NULL);
 	id->work.fn = run_work;
 	ch->num_ids++;
 	iw_ev_ids_add(ch->pub.context, 1);
@@ -221,6 +222,7 @@ void iw_cm_id_release(struct iw_cm_id_int *id)
 	id->ch->num_ids--;
 	iw_ev_ids_add(id->pub.context, -1);
 	pthread_mutex_destroy(&id->txlock);
+	pthread_mutex_destroy(&id->rxlock);
 	free(id);
 }
 

@@ -59,6 +59,15 @@ struct iw_cm_id_int {
 	pthread_mutex_t txlock;
 	atomic_int tx_req;
 	atomic_int sock_err;        /* the first error a read or write met (cm_conn.c) */
+	/* Run to completion (cm_conn.c, "receive ownership"): whoever holds
+	 * rxlock reads the socket; the loop and pollers only try it. */
+	pthread_mutex_t rxlock;
+	atomic_bool poll_ok;  /* RUNNING in a polling context, socket open */
+	atomic_bool polled;   /* a poller visited since the loop last looked */
+	atomic_bool rx_kick;  /* a poller met the end of the stream: loop, read */
+	atomic_bool tx_full;  /* the socket took less than was queued */
+	bool rd_paused;       /* loop: reads left to pollers for a while */
+	struct event *pause;  /* loop: when to look whether they still poll */
 	/* pcap trace of this connection (trace.h), NULL when off; set and
 	 * cleared under txlock, as the transmit path reads it there. */
 	struct iw_trace_conn *trace;
@@ -120,5 +129,8 @@ void iw_cm_conn_abort(struct iw_cm_id_int *id);
 void iw_cm_conn_work(struct iw_cm_id_int *id);
 /* Write what the QP has queued (any thread; never blocks). */
 void iw_cm_conn_tx(struct iw_cm_id_int *id);
+/* A polling thread's turn at qp's connection (context.h progress hook):
+ * the number of reads that moved octets. */
+unsigned iw_cm_conn_poll(struct iw_qp *qp);
 
 #endif

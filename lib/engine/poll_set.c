@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The QPs a polling thread drives (poll_set.h). */
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "engine/poll_set.h"
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+
+int iw_poll_set_init(struct iw_poll_set *s)
+{
+	s->qps = NULL;
+	s->n = s->cap = 0;
+	/* Writers (connection setup and teardown) must not starve behind
+	 * threads that poll without pause. */
+	pthread_rwlockattr_t a;
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	int rc = pthread_rwlock_init(&s->lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	return rc;
+}
+
+void iw_poll_set_cleanup(struct iw_poll_set *s)
+{
+	pthread_rwlock_destroy(&s->lock);
+	free(s->qps);
+	s->qps = NULL;
+}
+
+static int grow(struct iw_poll_set *s)
+{
+	uint32_t cap = s->cap ? s->cap * 2 : 4;
+	struct iw_qp **q = realloc(s->qps, cap * sizeof(*q));
+	if (!q)
+		return ENOMEM;
+	s->qps = q;
+	s->cap = cap;
+	return 0;
+}
+
+int iw_poll_set_add(struct iw_poll_set *s, struct iw_qp *qp)
+{
+	int rc = 0;
+	pthread_rwlock_wrlock(&s->lock);
+	if (s->n == s->cap)
+		rc = grow(s);
+	if (!rc)
+		s->qps[s->n++] = qp;
+	pthread_rwlock_unlock(&s->lock);
+	return rc;
+}
+
+/* Order does not matter to pollers: the last entry fills the hole. */
+void iw_poll_set_del(struct iw_poll_set *s, struct iw_qp *qp)
+{
+	pthread_rwlock_wrlock(&s->lock);
+	for (uint32_t i = 0; i < s->n; i++) {
+		if (s->qps[i] == qp) {
+			s->qps[i] = s->qps[--s->n];
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+}
+
+unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp))
+{
+	unsigned got = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	for (uint32_t i = 0; i < s->n; i++)
+		got += fn(s->qps[i]);
+	pthread_rwlock_unlock(&s->lock);
+	return got;
+}
+
+/* ------------------------------------------------------------ QPs */
+
+static struct iw_poll_set *qp_sets(struct iw_qp *qp, struct iw_poll_set **v)
+{
+	v[0] = &qp->context->poll;
+	v[1] = &qp->send_cq->poll;
+	v[2] = qp->recv_cq != qp->send_cq ? &qp->recv_cq->poll : NULL;
+	return v[0];
+}
+
+int iw_qp_poll_join(struct iw_qp *qp)
+{
+	struct iw_poll_set *v[3];
+	qp_sets(qp, v);
+	for (int i = 0; i < 3; i++) {
+		if (v[i] && iw_poll_set_add(v[i], qp)) {
+			while (i-- > 0)
+				if (v[i])
+					iw_poll_set_del(v[i], qp);
+			return ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void iw_qp_poll_leave(struct iw_qp *qp)
+{
+	struct iw_poll_set *v[3];
+	qp_sets(qp, v);
+	for (int i = 0; i < 3; i++)
+		if (v[i])
+			iw_poll_set_del(v[i], qp);
+}
+
+/* Detaching waits for every poller already inside the QP's sets: each one
+ * may have read the old glue pointer, and none can once it is NULL. */
+void iw_qp_set_glue(struct iw_qp *qp, void *glue, void (*wake)(struct iw_qp *qp))
+{
+	__atomic_store_n(&qp->wake, wake, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->glue, glue, __ATOMIC_RELEASE);
+	if (glue || !qp->context->poll_mode)
+		return;
+	struct iw_poll_set *v[3];
+	qp_sets(qp, v);
+	for (int i = 0; i < 3; i++) {
+		if (v[i]) {
+			pthread_rwlock_wrlock(&v[i]->lock);
+			pthread_rwlock_unlock(&v[i]->lock);
+		}
+	}
+}
+
+void *iw_qp_glue(struct iw_qp *qp)
+{
+	return __atomic_load_n(&qp->glue, __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The QPs a polling thread drives (run-to-completion mode, iw_context_attr
+ * IW_CONTEXT_POLL): each CQ keeps the QPs that complete into it, and the
+ * context keeps all of its QPs, for iw_poll_cq and iw_progress.
+ *
+ * Pollers walk a set under its read lock, so any number of threads poll at
+ * once; adding and removing a QP, and attaching or detaching its connection
+ * (iw_qp_set_glue), take the write lock of every set the QP is in. That is
+ * the hazard barrier that keeps a poller off a freed QP or connection: once
+ * the write lock is held no poller is inside either. The lock is per CQ
+ * (and one for the context's iw_progress): nothing process-wide.
+ */
+#ifndef IW_POLL_SET_H
+#define IW_POLL_SET_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+struct iw_qp;
+
+struct iw_poll_set {
+	pthread_rwlock_t lock;
+	struct iw_qp **qps;
+	uint32_t n, cap;
+};
+
+/* 0 or a positive errno. */
+int iw_poll_set_init(struct iw_poll_set *s);
+void iw_poll_set_cleanup(struct iw_poll_set *s);
+/* 0 or ENOMEM (write lock). */
+int iw_poll_set_add(struct iw_poll_set *s, struct iw_qp *qp);
+void iw_poll_set_del(struct iw_poll_set *s, struct iw_qp *qp);
+/* fn(qp) for each QP under the read lock; the sum of what it returned. */
+unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp));
+
+/* A QP of a polling context enters its context's and CQs' sets when it is
+ * created and leaves them when destroyed (0 or ENOMEM). */
+int iw_qp_poll_join(struct iw_qp *qp);
+void iw_qp_poll_leave(struct iw_qp *qp);
+/* Attach (glue non-NULL) or detach the connection driving qp, with its
+ * transmit hook. Detaching returns once no poller can still use the old
+ * glue. */
+void iw_qp_set_glue(struct iw_qp *qp, void *glue, void (*wake)(struct iw_qp *qp));
+/* The glue, read the way pollers must read it. */
+void *iw_qp_glue(struct iw_qp *qp);
+
+#endif
