@@ -7,6 +7,8 @@
 #    two perftests would talk (--as-perftest on both, same options): both
 #    exit 0, bandwidth rows are non-zero, latency rows carry figures;
 #  - an -a sweep over a small range, -q 2, -b, -D;
+#  - busy-polling (--poll, the latency tests' default) and --no-poll, the
+#    server taking the client's choice;
 #  - --json parses (python3 -m json.tool), --tcp prints an iWARP/TCP ratio,
 #    the in-process --loopback mode, --idle;
 #  - bad options exit 2, a server that is not there exits 3 at once.
@@ -126,6 +128,22 @@ if rows "$TMP/client.out" | awk '$2 != 400 { exit 1 }' &&
 else
 	bad "read -q 2 -n 200: #iterations is not 400"
 fi
+# Busy-polling (run to completion): the latency tests' default, any test
+# with --poll, none with --no-poll; the server takes the client's choice
+# (its header says which way it waited).
+waits() {
+	grep -q "   $2   " "$TMP/client.out" && grep -q "   $2   " "$TMP/server.out" &&
+		ok "$1: both ends $2" || bad "$1: not both ends $2"
+}
+pair "send_lat (polls by default)" 1 --test send_lat -s 64 -n 500
+waits "send_lat" busy-poll
+pair "write_lat --no-poll" 1 --test write_lat -s 64 -n 500 --no-poll
+waits "write_lat --no-poll" blocking
+pair "write --poll" 1 --test write --poll -s 65536 -n 300
+waits "write --poll" busy-poll
+pair "send -b --poll" 1 --test send -b --poll -s 4096 -n 300
+pair "read --poll" 1 --test read --poll -s 1048576 -n 20
+pair "write_lat -a --poll" 6 --test write_lat -a --max-size 64 -n 50 --poll
 # A perftest command line carries over: -R, -F and -d are taken.
 pair "perftest options -R -F -d" 1 --as-perftest --test send -R -F -d siw1 -s 4096 -n 200
 pair "send -q 2 -b" 1 --test send -q 2 -b -s 1024 -n 300
@@ -162,6 +180,8 @@ else
 	bad "--tcp (loopback)"
 fi
 pair "send_lat --tcp" 1 --test send_lat -n 200 --tcp
+grep -q "iWARP/TCP" "$TMP/client.out" && ok "--tcp ratio, busy-polling" || bad "--tcp busy-polling: no ratio"
+pair "write_lat --tcp --no-poll" 1 --test write_lat -n 200 --tcp --no-poll
 grep -q 'iWARP/TCP' "$TMP/client.out" && ok "--tcp ratio between processes" ||
 	bad "--tcp between processes: no ratio"
 

@@ -50,6 +50,10 @@ struct perf_opts {
 	double duration;        /* seconds; 0: iterations */
 	uint32_t tx_depth, rx_depth, qps, out_reads;
 	bool bidir, crc, markers, tcp, json, dont_xchg;
+	/* Busy-poll (a run-to-completion context, iw_progress and iw_poll_cq
+	 * without sleeping; the TCP baseline with MSG_DONTWAIT): 1 --poll,
+	 * 0 --no-poll, -1 the test's default (latency tests poll). */
+	int poll;
 	bool as_perftest;       /* announce plain "6.06": no iwarp-perf extension */
 	int idle;               /* --idle N connections */
 	double timeout;         /* seconds for connection setup and replies */
@@ -59,6 +63,7 @@ struct perf_opts {
 int perf_parse(int argc, char **argv, struct perf_opts *o);
 const char *perf_test_name(enum perf_test t);
 bool perf_is_lat(enum perf_test t);
+bool perf_polling(const struct perf_opts *o);
 /* The sizes a run covers: one, or the sweep; returns the count. */
 int perf_sizes(const struct perf_opts *o, uint64_t *sizes, int max);
 

@@ -19,7 +19,8 @@
 static const char usage_text[] =
 	"usage: iwarp-perf [--test T] [-s size] [-a [--max-size N]] [-n iters | -D seconds]\n"
 	"                  [-t tx_depth] [-r rx_depth] [-q qps] [-o reads] [-b]\n"
-	"                  [--crc on|off] [--markers] [--tcp] [--json] [--timeout s]\n"
+	"                  [--crc on|off] [--markers] [--tcp] [--poll | --no-poll]\n"
+	"                  [--json] [--timeout s]\n"
 	"                  [-p port] [--server | --loopback | server_address]\n"
 	"       iwarp-perf --idle N [-t depth] [--json]\n"
 	"\n"
@@ -46,6 +47,11 @@ static const char usage_text[] =
 	"  --markers      ask for MPA markers on the data connections\n"
 	"  --tcp          also time raw TCP with the same sizes and depth (iwarp-perf\n"
 	"                 peers and --loopback) and print iWARP/TCP\n"
+	"  --poll         busy-poll: the waiting thread drives the connection (libiwarp's\n"
+	"                 run-to-completion mode, iw_progress) and never sleeps; the TCP\n"
+	"                 baseline busy-polls too. Default for the latency tests; the\n"
+	"                 server takes it from an iwarp-perf client\n"
+	"  --no-poll      wait as blocking applications do (the loop thread receives)\n"
 	"  --json         one JSON document on stdout instead of tables; no progress\n"
 	"  --timeout s    limit for connecting and for each reply of the peer (default 10)\n"
 	"  --dont_xchg_versions  as perftest's: skip the version, page and MTU exchange\n"
@@ -70,6 +76,12 @@ const char *perf_test_name(enum perf_test t)
 bool perf_is_lat(enum perf_test t)
 {
 	return t == PT_WRITE_LAT || t == PT_SEND_LAT;
+}
+
+/* Latency tests busy-poll unless told otherwise, as perftest's do. */
+bool perf_polling(const struct perf_opts *o)
+{
+	return o->poll < 0 ? perf_is_lat(o->test) : o->poll > 0;
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -133,7 +145,7 @@ struct given {
 };
 
 enum { O_TEST = 256, O_CRC, O_MARKERS, O_TCP, O_IDLE, O_JSON, O_LOOP, O_SERVER,
-       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT };
+       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL };
 
 static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 {
@@ -192,6 +204,8 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 	case O_JSON: o->json = true; return 0;
 	case O_NOXCHG: o->dont_xchg = true; return 0;
 	case O_ASPT: o->as_perftest = true; return 0;
+	case O_POLL: o->poll = 1; return 0;
+	case O_NOPOLL: o->poll = 0; return 0;
 	case O_IDLE:
 		if (whole(arg, 1, 100000, &u))
 			return bad("--idle %s: from 1 to 100000 connections", arg);
@@ -264,11 +278,13 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 		{"dont_xchg_versions", no_argument, NULL, O_NOXCHG},
 		{"dont-xchg-versions", no_argument, NULL, O_NOXCHG},
 		{"as-perftest", no_argument, NULL, O_ASPT},
+		{"poll", no_argument, NULL, O_POLL},
+		{"no-poll", no_argument, NULL, O_NOPOLL},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	*o = (struct perf_opts){.test = PT_WRITE, .port = PERF_DEF_PORT, .qps = 1,
-				.out_reads = 128, .crc = true, .timeout = 10};
+				.out_reads = 128, .crc = true, .timeout = 10, .poll = -1};
 	struct given g = {0};
 	int c;
 	opterr = 0;

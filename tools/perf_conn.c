@@ -145,7 +145,11 @@ static struct iw_cm_event *cm_wait_id(struct perf_sess *s, const struct iw_cm_id
 int perf_sess_open(struct perf_sess *s)
 {
 	s->tcp_listen_fd = -1;
-	s->ctx = iw_context_new(NULL);
+	/* A server learns whether to poll from the client, after this: its
+	 * context can always be polled (unpolled, it behaves as any other). */
+	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_FLAGS,
+				    .flags = s->server || perf_polling(&s->o) ? IW_CONTEXT_POLL : 0};
+	s->ctx = iw_context_new(&a);
 	if (!s->ctx) {
 		perf_err(s, "iw_context_new: %s", strerror(errno));
 		return PX_FAIL;

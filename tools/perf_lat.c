@@ -14,7 +14,10 @@
  *  - The time of each post is kept (tposted); a sample is the time between
  *    consecutive posts, halved (print_report_lat: a round trip over 2).
  * The waits spin with sched_yield(): an incoming WRITE raises no completion,
- * and a sleeping waiter would add the wake-up to every sample.
+ * and a sleeping waiter would add the wake-up to every sample. Busy-polling
+ * (--poll, the latency tests' default) they spin without yielding and
+ * drive the connection themselves: iw_progress while waiting for an octet,
+ * iw_poll_cq for a completion (the context runs to completion).
  */
 #include <sched.h>
 #include <string.h>
@@ -25,6 +28,7 @@ struct lat_run {
 	struct perf_sess *s;
 	uint64_t size, iters;
 	bool timed;
+	bool poll; /* busy-poll, driving the connection */
 	double deadline, last_check, last_move, stall;
 	struct perf_samples posts;
 	struct perf_progress prog;
@@ -47,13 +51,22 @@ static int check(struct lat_run *l, double now)
 	return 0;
 }
 
+/* Between two looks: receive on this thread, or let the loop thread run. */
+static void idle(struct lat_run *l, bool progress)
+{
+	if (!l->poll)
+		sched_yield();
+	else if (progress)
+		iw_progress(l->s->ctx);
+}
+
 /* 1: the duration ran out while waiting. */
 static int wait_octet(struct lat_run *l, volatile uint8_t *p, uint8_t want)
 {
 	for (;;) {
 		if (*p == want)
 			return 0;
-		sched_yield();
+		idle(l, true);
 		double now = perf_now();
 		if (l->timed && now >= l->deadline)
 			return 1;
@@ -83,7 +96,7 @@ static int wait_wc(struct lat_run *l, struct iw_cq *cq, const char *what)
 		}
 		if (last)
 			return -1;
-		sched_yield();
+		idle(l, false);
 		double now = perf_now();
 		if (l->timed && now >= l->deadline + 1 && !strcmp(what, "receive"))
 			return 1;
@@ -123,6 +136,7 @@ static void start(struct lat_run *l, struct perf_sess *s, uint64_t size)
 	l->size = size;
 	l->iters = s->o.iters;
 	l->timed = s->o.duration > 0;
+	l->poll = perf_polling(&s->o);
 	l->stall = s->o.timeout > 30 ? s->o.timeout : 30;
 	l->last_move = perf_now();
 	l->deadline = l->last_move + s->o.duration;

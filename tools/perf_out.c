@@ -37,8 +37,9 @@ void perf_out_header(struct perf_sess *s)
 	fprintf(f, "%s\n iwarp-perf: %s%s (%s; peer %s %.15s)\n", LINE, titles[o->test],
 		o->bidir ? ", bidirectional" : "", role_of(s),
 		s->peer_iwpf ? "iwarp-perf" : "perftest", s->rem_version[0] ? s->rem_version : "?");
-	fprintf(f, " QPs: %u   TX depth: %u   CRC: %s   markers: %s   ", o->qps, o->tx_depth,
-		o->crc ? "on" : "off", o->markers ? "on" : "off");
+	fprintf(f, " QPs: %u   TX depth: %u   CRC: %s   markers: %s   %s   ", o->qps, o->tx_depth,
+		o->crc ? "on" : "off", o->markers ? "on" : "off",
+		perf_polling(o) ? "busy-poll" : "blocking");
 	if (o->duration > 0)
 		fprintf(f, "duration: %.2f s\n", o->duration);
 	else
@@ -127,6 +128,7 @@ void perf_out_json(struct perf_sess *s, const struct perf_result *rows, int nrow
 	fprintf(f, "\"qps\":%u,\"tx_depth\":%u,\"bidirectional\":%s,\"crc\":%s,\"markers\":%s,",
 		o->qps, o->tx_depth, o->bidir ? "true" : "false", o->crc ? "true" : "false",
 		o->markers ? "true" : "false");
+	fprintf(f, "\"poll\":%s,", perf_polling(o) ? "true" : "false");
 	if (o->duration > 0)
 		fprintf(f, "\"duration_s\":%.3f,", o->duration);
 	else

@@ -12,7 +12,10 @@
  *    what it means for RDMA (1 is stop-and-wait). End: the sender shuts
  *    down its side.
  *  - Latency: the client writes size octets, the server echoes them; half
- *    the time between the client's writes is a sample, as for RDMA.
+ *    the time between the client's writes is a sample, as for RDMA. When
+ *    the iWARP run busy-polls (--poll) both ends read with MSG_DONTWAIT in
+ *    a loop instead of sleeping in poll(2), so the ratio compares the same
+ *    way of waiting.
  * TCP_NODELAY on every socket: libiwarp hands each FPDU to TCP at once too.
  * Both ends need this code, so a perftest peer gets no baseline.
  */
@@ -74,15 +77,28 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-/* Exactly len octets; 1 at a clean end of stream before the first. */
-static int read_all(int fd, uint8_t *p, size_t len)
+/* Nothing to read yet (busy): spin, up to the stall limit. */
+static bool spin_on(ssize_t r, double *since)
+{
+	if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		return false;
+	double now = perf_now();
+	if (*since == 0)
+		*since = now;
+	return now - *since < STALL_MS / 1000.0;
+}
+
+/* Exactly len octets; 1 at a clean end of stream before the first. busy:
+ * spin on MSG_DONTWAIT instead of sleeping in poll(2). */
+static int read_all(int fd, uint8_t *p, size_t len, bool busy)
 {
 	size_t got = 0;
+	double since = 0;
 	while (got < len) {
-		if (wait_io(fd, POLLIN))
+		if (!busy && wait_io(fd, POLLIN))
 			return -1;
-		ssize_t r = recv(fd, p + got, len - got, 0);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = recv(fd, p + got, len - got, busy ? MSG_DONTWAIT : 0);
+		if ((r < 0 && errno == EINTR) || (busy && spin_on(r, &since)))
 			continue;
 		if (r == 0 && got == 0)
 			return 1;
@@ -303,16 +319,17 @@ static int tcp_lat(struct perf_sess *s, const struct sockaddr *peer, uint64_t si
 	int rc = fd < 0 || !buf ? -1 : 0;
 	const struct perf_opts *o = &s->o;
 	double end = perf_now() + o->duration;
+	bool busy = perf_polling(o);
 	if (!rc && s->server) {
 		int r;
-		while (!(r = read_all(fd, buf, size)))
+		while (!(r = read_all(fd, buf, size, busy)))
 			if (write_all(fd, buf, size))
 				break;
 		rc = r == 1 ? 0 : -1;
 	} else if (!rc) {
 		for (uint64_t i = 0; !rc && (o->duration > 0 ? perf_now() < end : i < o->iters); i++)
 			rc = perf_samples_add(&posts, perf_now()) || write_all(fd, buf, size) ||
-			     read_all(fd, buf, size);
+			     read_all(fd, buf, size, busy);
 		perf_samples_add(&posts, perf_now());
 		shutdown(fd, SHUT_WR);
 		for (size_t i = 1; !rc && i < posts.n; i++)

@@ -353,7 +353,7 @@ int perf_xchg_report(struct perf_sess *s, const struct perf_result *mine,
 
 /* ------------------------------------------------------------ extension */
 
-enum { EF_BIDIR = 1, EF_TCP = 2, EF_CRC = 4, EF_MARKERS = 8, EF_SWEEP = 16 };
+enum { EF_BIDIR = 1, EF_TCP = 2, EF_CRC = 4, EF_MARKERS = 8, EF_SWEEP = 16, EF_POLL = 32 };
 
 static void ext_pack(uint8_t out[48], const struct perf_opts *o)
 {
@@ -363,7 +363,7 @@ static void ext_pack(uint8_t out[48], const struct perf_opts *o)
 	out[5] = (uint8_t)o->test;
 	out[6] = (uint8_t)((o->bidir ? EF_BIDIR : 0) | (o->tcp ? EF_TCP : 0) |
 			   (o->crc ? EF_CRC : 0) | (o->markers ? EF_MARKERS : 0) |
-			   (o->sweep ? EF_SWEEP : 0));
+			   (o->sweep ? EF_SWEEP : 0) | (perf_polling(o) ? EF_POLL : 0));
 	put64(out + 8, o->size);
 	put64(out + 16, o->iters);
 	put32(out + 24, (uint32_t)lround(o->duration * 1000));
@@ -385,6 +385,7 @@ static int ext_unpack(struct perf_opts *o, const uint8_t in[48])
 	o->crc = in[6] & EF_CRC;
 	o->markers = in[6] & EF_MARKERS;
 	o->sweep = in[6] & EF_SWEEP;
+	o->poll = (in[6] & EF_POLL) != 0;
 	o->size = get64(in + 8);
 	o->iters = get64(in + 16);
 	o->duration = get32(in + 24) / 1000.0;
