@@ -23,7 +23,9 @@
  * namespace (setns before iw_context_new; a socket stays in the namespace
  * it was made in). Detection is asserted within a generous bound (10x the
  * configured time; without the option the kernel would wait minutes) and
- * not before the configured time could have passed. Exit 0 pass, 1 fail.
+ * not implausibly early: at least half the configured time (a segment
+ * sent just before the silence, whose ACK the blackhole ate, may start
+ * the user timeout a little before the test's clock). Exit 0 pass, 1 fail.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -269,8 +271,8 @@ static long long detected(struct side *s, long long t0, long long lo_ms, long lo
 	int st = expect_event(s, IW_CM_EVENT_DISCONNECTED, t0 + hi_ms, NULL, NULL);
 	long long took = now_ms() - t0;
 	CHECK(st == ETIMEDOUT, "DISCONNECTED status %d (%s), not ETIMEDOUT", st, strerror(st));
-	CHECK(took >= lo_ms, "detected after %lld ms, before the configured %lld ms", took,
-	      lo_ms);
+	CHECK(took >= lo_ms, "detected after %lld ms, sooner than the options allow (%lld ms)",
+	      took, lo_ms);
 	return took;
 }
 
@@ -304,7 +306,7 @@ static void run_user_timeout(struct pair *p, const char *ns_b, const char *addr_
 	silence(ns_b, addr_a);
 	long long t0 = now_ms();
 	post_stuck_work(p);
-	long long took = detected(&p->cli, t0, 1000, 10 * 1000);
+	long long took = detected(&p->cli, t0, 500, 10 * 1000);
 	check_flushed(&p->cli, NUM_SEND);
 	printf("liveness: user-timeout 1000 ms: DISCONNECTED ETIMEDOUT after %lld ms, "
 	       "%d WRs flushed once each\n", took, NUM_SEND + NUM_RECV);
