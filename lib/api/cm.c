@@ -308,11 +308,12 @@ static int do_create_qp(void *arg)
 		return errno;
 	struct iw_qp_attr qa = {.qp_state = IW_QPS_INIT};
 	iw_modify_qp(qp, &qa, IW_QP_STATE);
-	iw_qp_set_glue(qp, a->id, qp_wake);
 	/* An accepted connection's refused STags count for its listener too
-	 * (iw_cm_listener_stats). */
+	 * (iw_cm_listener_stats); set before any receive path (the loop's or
+	 * a poller's) can see the QP, cleared in qp_detach once none can. */
 	if (a->id->lcount)
 		qp->mreq.bad_stag_group = &a->id->lcount->bad_stag;
+	iw_qp_set_glue(qp, a->id, qp_wake);
 	a->id->qp = qp;
 	a->id->pub.qp = qp;
 	a->id->own_qp = true;
