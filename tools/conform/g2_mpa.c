@@ -103,7 +103,9 @@ static uint8_t choose_rtr(const struct g2 *a, const struct offer *o, const char 
 
 static const char *not_applicable(const struct g2 *a, const struct offer *o)
 {
-	if ((a->needs_enh || a->rtr_how != RTR_BEST || a->no_p2p) && !o->p2p)
+	if (a->needs_enh && !o->enh)
+		return "the peer's Request is not enhanced (RFC 6581)";
+	if ((a->rtr_how != RTR_BEST || a->no_p2p) && !o->p2p)
 		return "the peer's Request is not enhanced with P2P (RFC 6581 A)";
 	if (a->needs_rev1 && o->f.rev != 1)
 		return "the peer's Request is not revision 1";

@@ -140,6 +140,9 @@ static void run_one(const struct cf_opts *o, struct cf_run *x, const struct cf_q
 	x->cs->run(&c, x->cs->arg);
 	x->r.secs = (double)(cf_now_ns() - t0) / 1e9;
 	cf_quirks_apply(q, nq, x->cs, &x->r);
+	/* Progress as we go: a run cut short still says how far it got. */
+	fprintf(stderr, "iwarp-conform: %s %s (%.1f s)\n", x->cs->id, cf_verdict_str(x->r.v),
+		x->r.secs);
 }
 
 static int outputs(const struct cf_opts *o, const struct cf_run *runs, size_t n)

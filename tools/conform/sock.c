@@ -5,6 +5,7 @@
  * deadline; a peer that closes is recorded as FIN or RST.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -54,6 +55,33 @@ void cf_conn_opened(struct cf_conn *k)
 	cf_pcap_open(k);
 }
 
+/* connect(2) bounded by ms: a peer whose listener stopped accepting (a
+ * full backlog drops the SYNs) would otherwise hold the run for minutes.
+ * The socket is blocking again afterwards. */
+static int connect_within(int fd, const struct addrinfo *ai, unsigned ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int fl = fcntl(fd, F_GETFL), err = 0, rc;
+	socklen_t l = sizeof(err);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return -1;
+	rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+	if (rc && errno == EINPROGRESS) {
+		do
+			rc = poll(&p, 1, (int)ms);
+		while (rc < 0 && errno == EINTR);
+		if (rc == 0)
+			errno = ETIMEDOUT;
+		else if (rc > 0 && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l))
+			errno = err;
+		rc = rc > 0 && !err ? 0 : -1;
+	}
+	if (fcntl(fd, F_SETFL, fl))
+		return -1;
+	return rc;
+}
+
 int cf_connect(struct cf_conn *k, struct cf_ctx *c)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
@@ -70,7 +98,7 @@ int cf_connect(struct cf_conn *k, struct cf_ctx *c)
 		return -1;
 	}
 	k->fd = socket(ai->ai_family, SOCK_STREAM, 0);
-	if (k->fd < 0 || connect(k->fd, ai->ai_addr, ai->ai_addrlen)) {
+	if (k->fd < 0 || connect_within(k->fd, ai, c->o->wait_ms)) {
 		cf_log_add(&c->r->log, "connect %s:%s: %s", c->o->host, c->o->port, strerror(errno));
 		freeaddrinfo(ai);
 		cf_close(k);
