@@ -2,14 +2,6 @@
 /* The QP engine's side of the connection contract (qp_link.h). */
 #include "engine/qp.h"
 
-void iw_qp_status_locked(struct iw_qp *qp, struct iw_qp_status *st)
-{
-	st->events = qp->events;
-	qp->events = 0;
-	st->err = qp->state == IW_QPS_ERR;
-	st->tx_pending = iw_qp_tx_pending_locked(qp);
-}
-
 static void link_poll(struct iw_qp *qp, struct iw_qp_status *st)
 {
 	iw_qp_lock(qp);

@@ -661,6 +661,16 @@ int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n)
 	return rc;
 }
 
+/* The QP's events and state, taken with the receive batch under its lock
+ * (qp_link.h). */
+void iw_qp_status_locked(struct iw_qp *qp, struct iw_qp_status *st)
+{
+	st->events = qp->events;
+	qp->events = 0;
+	st->err = qp->state == IW_QPS_ERR;
+	st->tx_pending = iw_qp_tx_pending_locked(qp);
+}
+
 int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st)
 {
 	int rc = 0;

@@ -17,6 +17,7 @@
 #include "engine/context.h"
 #include "engine/cq.h"
 #include "engine/qp.h"
+#include "engine/qp_txq.h"
 #include "wire/mpa_tx.h"
 #include "base/visibility.h"
 #include "engine/wr.h"
@@ -24,130 +25,6 @@
 /* Zero-length tagged frames never carry STag 0 (Chelsio drops them); siw
  * uses 1 for its RTRs and so do we. */
 #define IW_RTR_STAG 1u
-
-/* Only the counters need to start at zero: the arrays are large and are
- * written before they are read. */
-static void txq_reset(struct iw_txq *q)
-{
-	q->cnt = q->first = q->num_mark = q->first_mark = 0;
-	q->hdr_used = 0;
-	q->queued = q->sent = 0;
-}
-
-/* The queue is allocated at the QP's first transmission and kept while it
- * runs (a malloc and free of ~37 KB per burst showed in profiles); it is
- * freed when the QP reaches ERR with the queue drained, when the connection
- * is lost, and when the QP is destroyed (iw_qp_txq_discard_locked). */
-static struct iw_txq *txq_get(struct iw_qp *qp)
-{
-	if (!qp->txq) {
-		qp->txq = malloc(sizeof(*qp->txq));
-		if (qp->txq)
-			txq_reset(qp->txq);
-	}
-	return qp->txq;
-}
-
-/* A QP that will not transmit again has no use for its queue. */
-static bool txq_keep(const struct iw_qp *qp)
-{
-	return qp->connected && !qp->terminated && qp->state != IW_QPS_ERR;
-}
-
-static bool txq_empty(const struct iw_txq *q)
-{
-	return !q || q->first == q->cnt;
-}
-
-/* Worst case of one FPDU of ulpdu octets with n payload pieces. */
-static void fpdu_need(const struct iw_qp *qp, size_t ulpdu, int n, int *iov, size_t *hdr)
-{
-	int markers = qp->ftx.markers ? (int)((ulpdu + 7) / IW_MARKER_GAP) + 2 : 0;
-	*iov = n + 3 + 2 * markers;
-	*hdr = 2 + IW_FPDU_HDR_MAX + 7 + (size_t)markers * IW_MPA_MARKER_LEN;
-}
-
-static bool txq_room(const struct iw_qp *qp, size_t ulpdu, int n, bool reserve)
-{
-	const struct iw_txq *q = qp->txq;
-	int need_iov;
-	size_t need_hdr;
-	fpdu_need(qp, ulpdu, n, &need_iov, &need_hdr);
-	if (reserve) {
-		need_iov += IW_TXQ_RESERVE_IOV;
-		need_hdr += IW_TXQ_RESERVE_HDR;
-	}
-	return q->cnt + need_iov <= IW_TXQ_IOV && q->hdr_used + need_hdr <= IW_TXQ_HDR &&
-	       q->num_mark < IW_TXQ_IOV;
-}
-
-/* Append one iovec; octets inside the encoder's scratch are copied into
- * the queue's header area and merged with the previous copied piece. */
-static void txq_append(struct iw_txq *q, const struct iovec *v, const void *scratch,
-		       size_t scratch_len)
-{
-	const uint8_t *b = v->iov_base;
-	const uint8_t *s = scratch;
-	if (v->iov_len == 0)
-		return;
-	if (b >= s && b < s + scratch_len) {
-		uint8_t *dst = q->hdr + q->hdr_used;
-		memcpy(dst, b, v->iov_len);
-		q->hdr_used += v->iov_len;
-		struct iovec *last = q->cnt > q->first ? &q->iov[q->cnt - 1] : NULL;
-		if (last && (uint8_t *)last->iov_base + last->iov_len == dst) {
-			last->iov_len += v->iov_len;
-			return;
-		}
-		q->iov[q->cnt].iov_base = dst;
-	} else {
-		q->iov[q->cnt].iov_base = v->iov_base;
-	}
-	q->iov[q->cnt].iov_len = v->iov_len;
-	q->cnt++;
-}
-
-/* IW_FAULT_TX_CRC: invert the CRC field, so that it cannot match what the
- * receiver computes over the same octets. The field is the 4 octets after
- * the pad in the encoder's tail; the iovecs point there (also when a
- * marker splits the field) and txq_append copies them from there next. */
-static void corrupt_crc(struct iw_fpdu_out *out)
-{
-	unsigned pad = iw_mpa_pad((uint32_t)(out->head[0] << 8 | out->head[1]));
-	for (unsigned i = 0; i < IW_MPA_CRC_LEN; i++)
-		out->tail[pad + i] ^= 0xFF;
-}
-
-/* Frame one FPDU into the transmit queue (room already checked). */
-static int txq_fpdu(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
-		    const struct iovec *pay, int pay_cnt)
-{
-	struct iw_txq *q = qp->txq;
-	struct iw_fpdu_out out;
-	struct iovec iov[IW_FPDU_IOV_NEED(IW_MAX_SGE, IW_FPDU_MARKERS_MAX)];
-	out.iov = iov;
-	out.iov_cap = (int)(sizeof(iov) / sizeof(iov[0]));
-	int rc = iw_fpdu_encode(&qp->ftx, &out, hdr, hdr_len, pay, pay_cnt);
-	if (rc)
-		return rc;
-	/* Unarmed, fault injection costs this one test per FPDU. */
-	if (qp->fault_crc_nth && --qp->fault_crc_nth == 0)
-		corrupt_crc(&out);
-	for (int i = 0; i < out.iovcnt; i++)
-		txq_append(q, &iov[i], &out, sizeof(out));
-	q->queued += out.wire_len;
-	return 0;
-}
-
-static void txq_mark(struct iw_qp *qp, uint32_t sq_idx, bool sq, struct iw_mr_int *put)
-{
-	struct iw_txq *q = qp->txq;
-	struct iw_txmark *m = &q->mark[q->num_mark++];
-	m->end = q->queued;
-	m->sq_idx = sq_idx;
-	m->sq = sq;
-	m->put = put;
-}
 
 /* ------------------------------------------------------------ headers */
 
@@ -182,7 +59,7 @@ static int emit_rtr(struct iw_qp *qp)
 {
 	uint8_t h[IW_FPDU_HDR_MAX];
 	size_t n;
-	if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+	if (!iw_txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
 		return -EAGAIN;
 	if (qp->conn.rtr == IW_RTR_WRITE) {
 		n = hdr_tagged(h, IW_OP_WRITE, true, IW_RTR_STAG, 0);
@@ -194,7 +71,7 @@ static int emit_rtr(struct iw_qp *qp)
 	} else {
 		n = hdr_untagged(qp, h, IW_OP_SEND, true, 0, 0);
 	}
-	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	int rc = iw_txq_fpdu(qp, h, n, NULL, 0);
 	if (rc)
 		return rc;
 	qp->rtr_pending = false;
@@ -205,10 +82,10 @@ static int emit_rtr(struct iw_qp *qp)
 static int emit_rtr_read_resp(struct iw_qp *qp)
 {
 	uint8_t h[IW_FPDU_HDR_MAX];
-	if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+	if (!iw_txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
 		return -EAGAIN;
 	size_t n = hdr_tagged(h, IW_OP_READ_RESP, true, qp->rtr_sink_stag, 0);
-	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	int rc = iw_txq_fpdu(qp, h, n, NULL, 0);
 	if (!rc)
 		qp->rtr_read_resp = false;
 	return rc;
@@ -218,10 +95,10 @@ static int emit_rtr_read_resp(struct iw_qp *qp)
 static int emit_wake(struct iw_qp *qp)
 {
 	uint8_t h[IW_FPDU_HDR_MAX];
-	if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+	if (!iw_txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
 		return -EAGAIN;
 	size_t n = hdr_tagged(h, IW_OP_WRITE, true, IW_RTR_STAG, 0);
-	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	int rc = iw_txq_fpdu(qp, h, n, NULL, 0);
 	if (!rc)
 		qp->wake_pending = false;
 	return rc;
@@ -248,7 +125,7 @@ static int emit_atomic_resp(struct iw_qp *qp, struct iw_irqe *e)
 	struct iw_atomic_resp a = {.req_id = e->req_id, .orig_value = e->orig};
 	size_t n = hdr_untagged(qp, h, IW_OP_ATOMIC_RESP, true, 0, 0);
 	n += (size_t)iw_rdmap_atomic_resp_build(h + n, sizeof(h) - n, &a);
-	return txq_fpdu(qp, h, n, NULL, 0);
+	return iw_txq_fpdu(qp, h, n, NULL, 0);
 }
 
 /* One segment of the Read Response at the IRQ head. */
@@ -260,7 +137,7 @@ static int emit_irq(struct iw_qp *qp)
 	uint32_t maxp = max_payload(qp, IW_DDP_TAGGED_HDR_LEN);
 	if (chunk > maxp)
 		chunk = maxp;
-	if (!txq_room(qp, IW_DDP_TAGGED_HDR_LEN + chunk, 1, true))
+	if (!iw_txq_room(qp, IW_DDP_TAGGED_HDR_LEN + chunk, 1, true))
 		return -EAGAIN;
 	int rc;
 	bool last = e->sent + chunk == e->len;
@@ -274,7 +151,7 @@ static int emit_irq(struct iw_qp *qp)
 		/* A zero-length Read has no source (src NULL): no pointer
 		 * arithmetic on it. */
 		struct iovec pay = {.iov_base = chunk ? e->src + e->sent : NULL, .iov_len = chunk};
-		rc = txq_fpdu(qp, h, n, &pay, chunk ? 1 : 0);
+		rc = iw_txq_fpdu(qp, h, n, &pay, chunk ? 1 : 0);
 	}
 	if (rc)
 		return rc;
@@ -282,7 +159,7 @@ static int emit_irq(struct iw_qp *qp)
 	qp->tx_cur = last ? IW_TX_NONE : IW_TX_IRQ;
 	if (last) {
 		/* The source stays referenced until its octets are written. */
-		txq_mark(qp, 0, false, e->mr);
+		iw_txq_mark(qp, 0, false, e->mr);
 		qp->irq_head++;
 		qp->irq_cnt--;
 	}
@@ -354,7 +231,7 @@ static int emit_read_req(struct iw_qp *qp, struct iw_swqe *w, uint32_t idx)
 	w->req_msn = qp->tx_msn[IW_QN_READ_REQ]; /* a TERMINATE may name it */
 	size_t n = hdr_untagged(qp, h, IW_OP_READ_REQ, true, 0, 0);
 	n += (size_t)iw_rdmap_read_req_build(h + n, sizeof(h) - n, &r);
-	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	int rc = iw_txq_fpdu(qp, h, n, NULL, 0);
 	if (!rc)
 		qp->orq[(qp->orq_head + qp->orq_cnt++) % qp->orq_size] = idx;
 	return rc;
@@ -381,7 +258,7 @@ static int emit_atomic_req(struct iw_qp *qp, struct iw_swqe *w, uint32_t idx)
 	w->req_msn = (uint32_t)qp->tx_msn[iw_rdmap_opcode_qn(IW_OP_ATOMIC_REQ)];
 	size_t n = hdr_untagged(qp, h, IW_OP_ATOMIC_REQ, true, 0, 0);
 	n += (size_t)iw_rdmap_atomic_req_build(h + n, sizeof(h) - n, &a);
-	int rc = txq_fpdu(qp, h, n, NULL, 0);
+	int rc = iw_txq_fpdu(qp, h, n, NULL, 0);
 	if (!rc)
 		qp->orq[(qp->orq_head + qp->orq_cnt++) % qp->orq_size] = idx;
 	return rc;
@@ -395,7 +272,7 @@ static int emit_imm(struct iw_qp *qp, struct iw_swqe *w)
 	size_t n = hdr_untagged(qp, h, op, true, 0, 0);
 	memcpy(h + n, &w->imm_or_inv, 4); /* already in network order */
 	memset(h + n + 4, 0, 4);
-	return txq_fpdu(qp, h, n + IW_RDMAP_IMM_LEN, NULL, 0);
+	return iw_txq_fpdu(qp, h, n + IW_RDMAP_IMM_LEN, NULL, 0);
 }
 
 /* One data segment (Send or Write) of w. */
@@ -407,7 +284,7 @@ static int emit_data(struct iw_qp *qp, struct iw_swqe *w)
 	uint32_t maxp = max_payload(qp, hl);
 	if (chunk > maxp)
 		chunk = maxp;
-	if (!txq_room(qp, hl + chunk, (int)w->num_sge, true))
+	if (!iw_txq_room(qp, hl + chunk, (int)w->num_sge, true))
 		return -EAGAIN;
 	bool last = w->sent + chunk == w->len;
 	uint8_t h[IW_FPDU_HDR_MAX];
@@ -421,7 +298,7 @@ static int emit_data(struct iw_qp *qp, struct iw_swqe *w)
 	}
 	struct iovec pay[IW_MAX_SGE];
 	int cnt = iw_swqe_gather(w, w->sent, chunk, pay, IW_MAX_SGE);
-	int rc = txq_fpdu(qp, h, n, pay, cnt);
+	int rc = iw_txq_fpdu(qp, h, n, pay, cnt);
 	if (rc)
 		return rc;
 	w->sent += chunk;
@@ -459,7 +336,7 @@ static int emit_sq(struct iw_qp *qp)
 		}
 	}
 	if (is_read_like(w->opcode)) {
-		if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+		if (!iw_txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
 			return -EAGAIN;
 		rc = w->opcode == IW_WR_RDMA_READ ? emit_read_req(qp, w, idx)
 						  : emit_atomic_req(qp, w, idx);
@@ -477,7 +354,7 @@ static int emit_sq(struct iw_qp *qp)
 		if (!w->data_done || has_imm(w))
 			return 0;
 	} else {
-		if (!txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
+		if (!iw_txq_room(qp, IW_FPDU_HDR_MAX, 0, true))
 			return -EAGAIN;
 		rc = emit_imm(qp, w);
 		if (rc)
@@ -486,7 +363,7 @@ static int emit_sq(struct iw_qp *qp)
 	/* The whole WQE is queued: it completes when its last octet is written. */
 	w->tx_done = true;
 	qp->tx_cur = IW_TX_NONE;
-	txq_mark(qp, idx, true, NULL);
+	iw_txq_mark(qp, idx, true, NULL);
 	qp->sq_next++;
 	return 0;
 }
@@ -531,7 +408,7 @@ int iw_qp_tx_build_locked(struct iw_qp *qp)
 		return 0;
 	if (qp->inv_wait)
 		inv_settle(qp);
-	if (!txq_get(qp))
+	if (!iw_txq_get(qp))
 		return -ENOMEM;
 	int rc;
 	while ((rc = emit_one(qp)) == 0)
@@ -552,18 +429,16 @@ int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
 			iov[n++] = q->iov[i];
 	}
 	/* Nothing to send on a QP that is done: let the queue go. */
-	if (txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark &&
-	    !txq_keep(qp)) {
-		free(qp->txq);
-		qp->txq = NULL;
-	}
+	if (iw_txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark &&
+	    !iw_txq_keep(qp))
+		iw_txq_free(qp);
 	iw_qp_unlock(qp);
 	return rc < 0 ? rc : n;
 }
 
 bool iw_qp_tx_pending_locked(const struct iw_qp *qp)
 {
-	return !txq_empty(qp->txq);
+	return !iw_txq_empty(qp->txq);
 }
 
 bool iw_qp_tx_pending(struct iw_qp *qp)
@@ -589,12 +464,11 @@ static void run_marks(struct iw_qp *qp)
  * free it once the QP is done transmitting. */
 static void txq_drained(struct iw_qp *qp)
 {
-	if (txq_keep(qp)) {
-		txq_reset(qp->txq);
+	if (iw_txq_keep(qp)) {
+		iw_txq_reset(qp->txq);
 		return;
 	}
-	free(qp->txq);
-	qp->txq = NULL;
+	iw_txq_free(qp);
 	if (qp->state == IW_QPS_ERR)
 		iw_qp_flush_locked(qp);
 }
@@ -623,19 +497,6 @@ void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
 	if (q->first == q->cnt)
 		txq_drained(qp);
 	iw_qp_unlock(qp);
-}
-
-void iw_qp_txq_discard_locked(struct iw_qp *qp)
-{
-	struct iw_txq *q = qp->txq;
-	if (!q)
-		return;
-	while (q->first_mark < q->num_mark)
-		iw_mem_put(q->mark[q->first_mark++].put);
-	free(q);
-	qp->txq = NULL;
-	/* A message cut short is not resumed: its WQE flushes. */
-	qp->tx_cur = IW_TX_NONE;
 }
 
 /* The connection is gone: queued octets will never be written. Drop their
@@ -687,13 +548,4 @@ IW_EXPORT int iw_qp_inject_fault(struct iw_qp *qp, enum iw_fault fault, uint32_t
 	int rc = inject_locked(qp, nth);
 	iw_qp_unlock(qp);
 	return rc;
-}
-
-int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len)
-{
-	if (!txq_get(qp))
-		return -ENOMEM;
-	if (!txq_room(qp, len, 0, false))
-		return -ENOSPC;
-	return txq_fpdu(qp, h, len, NULL, 0);
 }

@@ -10,20 +10,9 @@
 
 #define NBUCKETS 4096
 
-static const struct rp_opts *opts;
 static struct rp_conn *table[NBUCKETS];
 static struct rp_conn *first, *last; /* every connection, in order of creation */
 static unsigned next_id = 1;
-
-void rp_conns_init(const struct rp_opts *o)
-{
-	opts = o;
-}
-
-const struct rp_opts *rp_conns_opts(void)
-{
-	return opts;
-}
 
 static size_t addr_len(int family)
 {
@@ -86,9 +75,9 @@ static void initial_roles(struct rp_conn *c, const struct rp_pkt *p)
 		c->init_ep = (p->flags & RP_ACK) ? 1 : 0;
 		c->roles_known = true;
 		c->roles_from = "SYN";
-	} else if (opts->responder_port >= 0 &&
-		   (p->dst.port == opts->responder_port || p->src.port == opts->responder_port)) {
-		c->init_ep = p->dst.port == opts->responder_port ? 0 : 1;
+	} else if (rp_conns_opts()->responder_port >= 0 &&
+		   (p->dst.port == rp_conns_opts()->responder_port || p->src.port == rp_conns_opts()->responder_port)) {
+		c->init_ep = p->dst.port == rp_conns_opts()->responder_port ? 0 : 1;
 		c->roles_known = true;
 		c->roles_from = "--responder-port";
 	}
@@ -117,30 +106,6 @@ static struct rp_conn *create(const struct rp_pkt *p)
 	return c;
 }
 
-void rp_conn_announce(struct rp_conn *c)
-{
-	struct rp_conn_info info;
-
-	if (c->announced)
-		return;
-	c->announced = true;
-	info.id = c->id;
-	info.ep[RP_INITIATOR] = c->ep[c->init_ep];
-	info.ep[RP_RESPONDER] = c->ep[!c->init_ep];
-	info.roles_from = c->roles_from;
-	rp_emit_conn(&info);
-	rp_record_conn(c->id, &info.ep[0]);
-}
-
-void rp_conn_roles_from_mpa(struct rp_conn *c, int ep)
-{
-	if (c->roles_known)
-		return;
-	c->init_ep = ep;
-	c->roles_known = true;
-	c->roles_from = "the MPA Request";
-}
-
 /* Capture over for this connection (or its 4-tuple is reused). */
 static void conn_finish(struct rp_conn *c)
 {
@@ -153,7 +118,7 @@ static void conn_finish(struct rp_conn *c)
 		rp_reasm_finish(&c->st[i].ra);
 	for (int i = 0; i < 2; i++)
 		rp_stream_settle(&c->st[i]);
-	rp_mpa_negotiate(c, true);
+	rp_stream_negotiate(c, true);
 	for (int i = 0; i < 2; i++) {
 		const struct rp_reasm *r = &c->st[i].ra;
 

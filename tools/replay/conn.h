@@ -74,49 +74,60 @@ struct rp_conn {
 	struct rp_conn *hnext, *next;
 };
 
-/* ---- conn.c */
+/* ---- conn_base.c (called by the three files below) */
 void rp_conns_init(const struct rp_opts *o);
+const struct rp_opts *rp_conns_opts(void);
+/* Print the connection line the first time something is reported. */
+void rp_conn_announce(struct rp_conn *c);
+/* Roles learnt from an MPA Request sent by endpoint ep. */
+void rp_conn_roles_from_mpa(struct rp_conn *c, int ep);
+void rp_stream_origin(const struct rp_stream *s, struct rp_origin *o, uint64_t rel);
+/* An origin for an FPDU at stream offset off. */
+void rp_stream_origin_off(const struct rp_stream *s, struct rp_origin *o, uint32_t off);
+/* The first n kept octets are used up (an MPA frame). */
+void rp_stream_consume(struct rp_stream *s, size_t n);
+
+/* ---- mpa.c (called by stream.c) */
+enum rp_mpa_scan {
+	RP_MPA_WAIT,  /* not enough octets yet */
+	RP_MPA_NONE,  /* the stream does not start with an MPA frame */
+	RP_MPA_FOUND, /* frame kept and consumed: FPDUs follow */
+	RP_MPA_BAD,   /* a broken frame, reported; the direction is off */
+};
+/* Look for the MPA frame in s->pend. */
+enum rp_mpa_scan rp_mpa_scan(struct rp_stream *s);
+/* Settle CRC and markers once both directions are decided (or force it
+ * with what is known, at a gap or the end of the capture). True when this
+ * call settled them. */
+bool rp_mpa_negotiate(struct rp_conn *c, bool force);
+
+/* ---- conn.c */
 void rp_conns_packet(const struct rp_pkt *p);
 /* End of capture: flush reassembly, finish every stream, fold the TCP
  * counters into the statistics. */
 void rp_conns_finish(void);
 void rp_conns_free(void);
-const struct rp_opts *rp_conns_opts(void);
 
 static inline enum rp_role rp_conn_role(const struct rp_conn *c, int ep)
 {
 	return ep == c->init_ep ? RP_INITIATOR : RP_RESPONDER;
 }
-/* Print the connection line the first time something is reported. */
-void rp_conn_announce(struct rp_conn *c);
-/* Roles learnt from an MPA Request sent by endpoint ep. */
-void rp_conn_roles_from_mpa(struct rp_conn *c, int ep);
 
-/* ---- stream.c */
+/* ---- stream.c (called by conn.c) */
 void rp_stream_init(struct rp_stream *s, struct rp_conn *c, int ep);
-void rp_stream_origin(const struct rp_stream *s, struct rp_origin *o, uint64_t rel);
-/* An origin for an FPDU at stream offset off. */
-void rp_stream_origin_off(const struct rp_stream *s, struct rp_origin *o, uint32_t off);
 /* Octets kept while waiting go to the FPDU decoder from position rel,
  * stream offset off. */
 void rp_stream_start_fpdus(struct rp_stream *s, uint64_t rel, uint32_t off);
 /* End of capture, before the final negotiation: decide a stream still
  * looking for its MPA frame. */
 void rp_stream_settle(struct rp_stream *s);
-/* The first n kept octets are used up (an MPA frame). */
-void rp_stream_consume(struct rp_stream *s, size_t n);
 /* End of capture: report an FPDU left incomplete. */
 void rp_stream_finish(struct rp_stream *s);
 /* The direction has no MPA frame; FPDUs (if options allow) from rel. */
 void rp_stream_not_mpa(struct rp_stream *s, uint64_t rel);
 void rp_stream_free(struct rp_stream *s);
+/* rp_mpa_negotiate, then start the FPDUs of every direction waiting. */
+void rp_stream_negotiate(struct rp_conn *c, bool force);
 extern const struct rp_reasm_ops rp_stream_reasm_ops;
-
-/* ---- mpa.c */
-/* Look for the MPA frame in s->pend. */
-void rp_mpa_scan(struct rp_stream *s);
-/* Settle CRC and markers once both directions are decided (or force it
- * with what is known, at a gap or the end of the capture). */
-void rp_mpa_negotiate(struct rp_conn *c, bool force);
 
 #endif

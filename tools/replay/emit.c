@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "emit.h"
+#include "reltime.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,8 +11,6 @@ static bool quiet, check, fail_on_term, summary;
 static bool silent;      /* --replay: the capture is only recorded */
 static unsigned only;    /* --conn */
 static struct rp_stats stats;
-static bool have_t0;
-static uint64_t t0;
 
 void rp_emit_init(const struct rp_opts *o)
 {
@@ -30,8 +29,7 @@ void rp_emit_live(void)
 	stats.live = true;
 	silent = false;
 	/* Live times are already counted from the session's start. */
-	have_t0 = true;
-	t0 = 0;
+	rp_reltime_live();
 }
 
 /* Not to be reported: another connection than --conn, or a silent decode.
@@ -49,23 +47,6 @@ static bool is_tx(const struct rp_origin *o)
 struct rp_stats *rp_emit_stats(void)
 {
 	return &stats;
-}
-
-void rp_emit_t0(uint64_t ts_ns)
-{
-	if (!have_t0) {
-		have_t0 = true;
-		t0 = ts_ns;
-	}
-}
-
-double rp_emit_reltime(uint64_t ts_ns)
-{
-	if (!have_t0) {
-		have_t0 = true;
-		t0 = ts_ns;
-	}
-	return ts_ns >= t0 ? (double)(ts_ns - t0) / 1e9 : -(double)(t0 - ts_ns) / 1e9;
 }
 
 void rp_emit_conn(const struct rp_conn_info *c)

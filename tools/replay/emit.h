@@ -44,10 +44,6 @@ void rp_emit_init(const struct rp_opts *o);
 /* A live session begins: fresh statistics, reports on. */
 void rp_emit_live(void);
 struct rp_stats *rp_emit_stats(void);
-/* The time of the capture's first frame: the human lines count from it. */
-void rp_emit_t0(uint64_t ts_ns);
-/* Seconds since that (or since the first item reported). */
-double rp_emit_reltime(uint64_t ts_ns);
 
 void rp_emit_conn(const struct rp_conn_info *c);
 void rp_emit_neg(unsigned conn, const struct rp_neg_info *n);

@@ -12,6 +12,7 @@
 #include "capture.h"
 #include "conn.h"
 #include "emit.h"
+#include "reltime.h"
 #include "opts.h"
 #include "record.h"
 #include "replay.h"
@@ -31,7 +32,7 @@ static int decode(const struct rp_opts *o, bool *opened)
 	}
 	*opened = true;
 	while ((rc = rp_capture_next(cap, &p)) == 1) {
-		rp_emit_t0(p.ts_ns);
+		rp_reltime_t0(p.ts_ns);
 		rp_conns_packet(&p);
 	}
 	/* Whatever was read is still reported, up to a truncation. */

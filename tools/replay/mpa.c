@@ -55,30 +55,23 @@ static void found(struct rp_stream *s, struct rp_mpa *m)
 	s->decided = true;
 	s->fpdu_rel = s->pend_rel;
 	s->off0 = 0; /* SeqStart: the first octet after the frame */
-	s->state = RP_ST_NEG;
-	if (s->conn->negotiated)
-		rp_stream_start_fpdus(s, s->fpdu_rel, s->off0);
-	else
-		rp_mpa_negotiate(s->conn, false);
 }
 
-void rp_mpa_scan(struct rp_stream *s)
+enum rp_mpa_scan rp_mpa_scan(struct rp_stream *s)
 {
 	struct rp_mpa m = {0};
 	size_t used = 0;
 
 	if (s->pend.len == 0)
-		return;
+		return RP_MPA_WAIT;
 	m.kind = key_kind(s->pend.p, s->pend.len);
-	if (!m.kind) {
-		rp_stream_not_mpa(s, s->pend_rel);
-		return;
-	}
+	if (!m.kind)
+		return RP_MPA_NONE;
 	if (s->pend.len < IW_MPA_KEY_LEN)
-		return;
+		return RP_MPA_WAIT;
 	m.rc = iw_mpa_frame_parse(&m.f, &used, &m.err, m.kind, s->pend.p, s->pend.len, 0);
 	if (m.rc == -EAGAIN)
-		return;
+		return RP_MPA_WAIT;
 	if (m.rc) {
 		/* Without a trustworthy PD_Length nothing after it can be framed. */
 		m.raw = s->pend.p;
@@ -87,10 +80,11 @@ void rp_mpa_scan(struct rp_stream *s)
 		s->decided = true;
 		s->state = RP_ST_OFF;
 		rp_buf_free(&s->pend);
-		return;
+		return RP_MPA_BAD;
 	}
 	m.len = used;
 	found(s, &m);
+	return RP_MPA_FOUND;
 }
 
 /* ------------------------------------------------------------ negotiation */
@@ -112,7 +106,7 @@ static const char *source(const struct rp_mpa *req, const struct rp_mpa *rep, bo
 	return "options";
 }
 
-void rp_mpa_negotiate(struct rp_conn *c, bool force)
+bool rp_mpa_negotiate(struct rp_conn *c, bool force)
 {
 	const struct rp_opts *o = rp_conns_opts();
 	const struct rp_mpa *req = frame_of(c, RP_INITIATOR), *rep = frame_of(c, RP_RESPONDER);
@@ -121,16 +115,16 @@ void rp_mpa_negotiate(struct rp_conn *c, bool force)
 	bool ready = c->st[0].decided && c->st[1].decided;
 
 	if (c->negotiated)
-		return;
+		return false;
 	/* Nothing to settle on a connection that is not iWARP. */
 	if (c->st[0].state != RP_ST_NEG && c->st[1].state != RP_ST_NEG && !req && !rep)
-		return;
+		return false;
 	/* Options that cover the CRC let a mid-stream capture go on without
 	 * waiting for the other direction. */
 	if (!ready && !force && !(o->crc != RP_UNSET && !req && !rep))
-		return;
+		return false;
 	if (!ready && !force && !(c->st[0].decided || c->st[1].decided))
-		return;
+		return false;
 	/* The library's rule (iw_mpa_framing); options override each part. */
 	struct iw_mpa_framing fr;
 	iw_mpa_framing(&fr, req ? req->f.flags : 0, rep ? rep->f.flags : 0);
@@ -152,7 +146,5 @@ void rp_mpa_negotiate(struct rp_conn *c, bool force)
 	rp_conn_announce(c);
 	rp_emit_neg(c->id, &n);
 	rp_record_neg(c->id, n.crc, n.markers);
-	for (int i = 0; i < 2; i++)
-		if (c->st[i].state == RP_ST_NEG)
-			rp_stream_start_fpdus(&c->st[i], c->st[i].fpdu_rel, c->st[i].off0);
+	return true;
 }

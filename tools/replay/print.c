@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "reltime.h"
 #include "util.h"
 
 struct line {
@@ -47,10 +48,10 @@ static const char *dir_label(const char *dir)
 static void origin(struct line *l, const struct rp_origin *o)
 {
 	if (o->conn)
-		put(l, "%6" PRIu64 " %11.6f c%u %s  ", o->frame, rp_emit_reltime(o->ts_ns), o->conn,
+		put(l, "%6" PRIu64 " %11.6f c%u %s  ", o->frame, rp_reltime(o->ts_ns), o->conn,
 		    dir_label(o->dir));
 	else
-		put(l, "%11.6f %s  ", rp_emit_reltime(o->ts_ns), dir_label(o->dir));
+		put(l, "%11.6f %s  ", rp_reltime(o->ts_ns), dir_label(o->dir));
 }
 
 static void emit(const struct line *l)

@@ -26,27 +26,6 @@ void rp_stream_init(struct rp_stream *s, struct rp_conn *c, int ep)
 	rp_reasm_init(&s->ra, &rp_stream_reasm_ops, s);
 }
 
-static const char *dir_of(const struct rp_stream *s)
-{
-	return rp_conn_role(s->conn, s->ep) == RP_INITIATOR ? "i2r" : "r2i";
-}
-
-void rp_stream_origin(const struct rp_stream *s, struct rp_origin *o, uint64_t rel)
-{
-	memset(o, 0, sizeof(*o));
-	o->conn = s->conn->id;
-	o->dir = dir_of(s);
-	o->frame = s->last_frame;
-	o->ts_ns = s->last_ts;
-	o->has_seq = s->ra.started;
-	o->seq = rp_reasm_seq(&s->ra, rel);
-}
-
-void rp_stream_origin_off(const struct rp_stream *s, struct rp_origin *o, uint32_t off)
-{
-	rp_stream_origin(s, o, s->fpdu_rel + (uint32_t)(off - s->off0));
-}
-
 /* ------------------------------------------------------------ decoder hooks */
 
 static void on_start(void *ctx)
@@ -129,25 +108,6 @@ static void keep(struct rp_stream *s, const struct rp_chunk *c)
 	rp_buf_append(&s->pend, c->data, c->len);
 }
 
-void rp_stream_consume(struct rp_stream *s, size_t n)
-{
-	size_t keep_from = 0;
-
-	rp_buf_consume(&s->pend, n);
-	s->pend_rel += n;
-	/* The piece that held octet n goes on from there. */
-	while (keep_from + 1 < s->nmarks && s->marks[keep_from + 1].off <= n)
-		keep_from++;
-	memmove(s->marks, s->marks + keep_from, (s->nmarks - keep_from) * sizeof(*s->marks));
-	s->nmarks -= keep_from;
-	for (size_t i = 0; i < s->nmarks; i++) {
-		s->marks[i].seg_start = s->marks[i].seg_start && s->marks[i].off >= n;
-		s->marks[i].off = s->marks[i].off > n ? s->marks[i].off - n : 0;
-	}
-	if (s->pend.len == 0)
-		s->nmarks = 0;
-}
-
 /* Hand the kept octets to the decoder, each piece with its frame. */
 static void flush_kept(struct rp_stream *s)
 {
@@ -177,6 +137,28 @@ void rp_stream_start_fpdus(struct rp_stream *s, uint64_t rel, uint32_t off)
 	flush_kept(s);
 }
 
+/* CRC and markers settled now (the call that settles them starts every
+ * direction waiting for them). */
+void rp_stream_negotiate(struct rp_conn *c, bool force)
+{
+	if (!rp_mpa_negotiate(c, force))
+		return;
+	for (int i = 0; i < 2; i++)
+		if (c->st[i].state == RP_ST_NEG)
+			rp_stream_start_fpdus(&c->st[i], c->st[i].fpdu_rel, c->st[i].off0);
+}
+
+/* The direction knows where its FPDUs start: decode them at once if the
+ * connection's settings are known, else wait for the negotiation. */
+static void await_fpdus(struct rp_stream *s)
+{
+	s->state = RP_ST_NEG;
+	if (s->conn->negotiated)
+		rp_stream_start_fpdus(s, s->fpdu_rel, s->off0);
+	else
+		rp_stream_negotiate(s->conn, false);
+}
+
 void rp_stream_not_mpa(struct rp_stream *s, uint64_t rel)
 {
 	const struct rp_opts *o = rp_conns_opts();
@@ -200,11 +182,23 @@ void rp_stream_not_mpa(struct rp_stream *s, uint64_t rel)
 	}
 	s->fpdu_rel = rel;
 	s->off0 = o->stream_off_set[role] ? o->stream_off[role] : 0;
-	s->state = RP_ST_NEG;
-	if (s->conn->negotiated)
-		rp_stream_start_fpdus(s, s->fpdu_rel, s->off0);
-	else
-		rp_mpa_negotiate(s->conn, false);
+	await_fpdus(s);
+}
+
+/* Look for the MPA frame in the kept octets. */
+static void scan(struct rp_stream *s)
+{
+	switch (rp_mpa_scan(s)) {
+	case RP_MPA_NONE:
+		rp_stream_not_mpa(s, s->pend_rel);
+		break;
+	case RP_MPA_FOUND:
+		await_fpdus(s);
+		break;
+	case RP_MPA_WAIT:
+	case RP_MPA_BAD:
+		break;
+	}
 }
 
 /* ------------------------------------------------------------ reassembly */
@@ -219,12 +213,12 @@ static void on_data(void *ctx, const struct rp_chunk *c)
 	switch (s->state) {
 	case RP_ST_MPA:
 		keep(s, c);
-		rp_mpa_scan(s);
+		scan(s);
 		break;
 	case RP_ST_NEG:
 		keep(s, c);
 		if (s->pend.len > PEND_MAX)
-			rp_mpa_negotiate(s->conn, true);
+			rp_stream_negotiate(s->conn, true);
 		break;
 	case RP_ST_FPDU:
 		rp_fpdu_dec_feed(&s->dec, c->data, c->len, &m);
@@ -254,7 +248,7 @@ static void on_gap(void *ctx, uint64_t from, uint64_t to, uint64_t frame)
 		return;
 	}
 	if (s->state == RP_ST_NEG)
-		rp_mpa_negotiate(s->conn, true);
+		rp_stream_negotiate(s->conn, true);
 	if (s->state == RP_ST_FPDU) {
 		rp_fpdu_dec_gap(&s->dec, s->off0 + (uint32_t)(to - s->fpdu_rel));
 		rp_emit_note(&o, "FPDU decoding resumes at the next segment that starts an FPDU");
