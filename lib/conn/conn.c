@@ -323,20 +323,22 @@ size_t iw_conn_rx_plan(struct iw_conn *c, uint8_t **dst, size_t *cap)
 			*cap = sizeof(c->hs.rx);
 		return 0;
 	}
-	return data_phase(c) ? iw_conn_poll_plan(c, dst, cap) : 0;
+	return data_phase(c) ? iw_conn_poll_plan(c, dst, cap, c->tune.direct_min) : 0;
 }
 
-size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap)
+size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min)
 {
 	*dst = NULL;
 	uint32_t seg_len = 0;
 	size_t d = c->ops->rx_direct(c->qp, dst, &seg_len);
-	if (d >= c->tune.direct_min && d)
+	if (direct_min < c->tune.direct_min)
+		direct_min = c->tune.direct_min;
+	if (d >= direct_min && d)
 		return d;
 	/* Below direct_min one read into the bounce buffer and a copy cost
 	 * less than a system call per FPDU. */
 	*dst = NULL;
-	if (seg_len >= c->tune.direct_min && *cap > RX_LOOKAHEAD)
+	if (seg_len >= direct_min && *cap > RX_LOOKAHEAD)
 		*cap = RX_LOOKAHEAD;
 	return 0;
 }

@@ -191,7 +191,10 @@ bool iw_conn_wants_read(const struct iw_conn *c);
  * state machine (ESTABLISHED, ERROR) are kept for the owner's next
  * iw_conn_step and reported as IW_CONN_EV_LOOP; IW_CONN_EV_SEND means the
  * QP has octets to write (any thread may, as for posted work). */
-size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap);
+/* direct_min: place in place from this many octets (at least
+ * tune.direct_min): a poller may rather copy more than take a second
+ * system call per message. */
+size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min);
 unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len);
 
 /* Transmit: the MPA frame, the FPDUs, a TERMINATE. Fills iov (cap > 0),

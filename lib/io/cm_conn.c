@@ -51,6 +51,10 @@
  * large (payloads of direct_min and more land in place anyway). */
 #define IW_POLL_BUDGET 4
 #define IW_POLL_BOUNCE (16 * 1024)
+/* A poller copies payloads below this from its buffer: one read and a
+ * copy of a few KiB cost less than a second read per message, which a
+ * ping-pong waits for (the loop keeps iw_conn_opts.direct_min). */
+#define IW_POLL_DIRECT_MIN (IW_POLL_BOUNCE / 2)
 #define IW_POLL_PAUSE_MS 1
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
@@ -495,6 +499,11 @@ struct rx_buf {
 	uint8_t *p;
 	size_t cap;
 	bool poller;
+	/* Out: the last read took less than it offered room for, so the
+	 * socket is (most likely) empty: another read would cost a system
+	 * call to learn EAGAIN, on the latency path of a ping-pong. The
+	 * level-triggered event (or the next poll) finds what comes later. */
+	bool drained;
 };
 
 /* The end of the stream or a socket error (err 0: EOF). A poller only
@@ -518,12 +527,12 @@ static unsigned rx_end(struct iw_cm_id_int *id, const struct rx_buf *b, int err)
 
 /* One read (rxlock held); returns the connection's events, *n octets
  * read, 0 at EOF, -1 EAGAIN, -2 error. */
-static unsigned rx_once(struct iw_cm_id_int *id, const struct rx_buf *b, ssize_t *out_n)
+static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_n)
 {
 	size_t cap = b->cap;
 	uint8_t *bounce = b->p;
 	uint8_t *dst = NULL;
-	size_t d = b->poller ? iw_conn_poll_plan(&id->conn, &dst, &cap)
+	size_t d = b->poller ? iw_conn_poll_plan(&id->conn, &dst, &cap, IW_POLL_DIRECT_MIN)
 			     : iw_conn_rx_plan(&id->conn, &dst, &cap);
 	ssize_t n;
 	if (d) {
@@ -543,6 +552,7 @@ static unsigned rx_once(struct iw_cm_id_int *id, const struct rx_buf *b, ssize_t
 	}
 	if (n == 0)
 		return rx_end(id, b, 0);
+	b->drained = (size_t)n < d + cap;
 	size_t take = (size_t)n < d ? (size_t)n : d;
 	if (id->trace) {
 		/* In stream order: the directly placed part, then the rest.
@@ -584,7 +594,7 @@ static void loop_rx(struct iw_cm_id_int *id, bool wait)
 	for (int i = 0; i < IW_RX_BUDGET && id->fd >= 0 && iw_conn_wants_read(&id->conn); i++) {
 		ssize_t n;
 		ev |= rx_once(id, &b, &n);
-		if (n <= 0 || (ev & (IW_CONN_EV_CLOSE | IW_CONN_EV_REQUEST)))
+		if (n <= 0 || b.drained || (ev & (IW_CONN_EV_CLOSE | IW_CONN_EV_REQUEST)))
 			break;
 	}
 	pthread_mutex_unlock(&id->rxlock); /* act may close the socket */
@@ -639,9 +649,11 @@ static unsigned poll_rx(struct iw_cm_id_int *id, unsigned *ev)
 	for (int i = 0; i < IW_POLL_BUDGET; i++) {
 		ssize_t n;
 		*ev |= rx_once(id, &b, &n);
-		if (n <= 0 || (*ev & IW_CONN_EV_LOOP))
+		if (n <= 0)
 			break;
 		got++;
+		if (b.drained || (*ev & IW_CONN_EV_LOOP))
+			break;
 	}
 	return got;
 }
