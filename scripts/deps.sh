@@ -3,6 +3,7 @@
 # Install the Debian 12 packages libiwarp needs that are not installed yet.
 #   scripts/deps.sh          build + demo dependencies
 #   scripts/deps.sh --test   also what the test suite and CI use
+#   scripts/deps.sh --bench  also the peers make bench-peers compares with
 set -eu
 
 pkgs="gcc make autoconf automake libtool pkg-config libevent-dev libisal-dev check libpcap-dev python3"
@@ -19,6 +20,11 @@ if [ "${1:-}" = "--test" ]; then
 	# the guest's kernel ABI, tcpdump, cpio, kmod, iproute2) are not listed
 	# here: tests/interop/rig/build.sh installs them itself, only on
 	# machines that can run the rig, and only it knows the ABI to fetch.
+fi
+if [ "${1:-}" = "--bench" ]; then
+	# scripts/bench_peers.sh: libfabric's tcp provider (fi_pingpong), UCX
+	# over TCP (ucx_perftest), sockperf and iperf3. Not needed for the tests.
+	pkgs="$pkgs libfabric-bin ucx-utils sockperf iperf3"
 fi
 
 missing=""
