@@ -80,7 +80,8 @@ START_TEST(meets_spdk)
 	ck_assert_uint_ge(e.da.max_qp, 1 << 16);
 	ck_assert_uint_eq(e.da.device_cap_flags,
 			  IW_DEVICE_MEM_MGT_EXTENSIONS | IW_DEVICE_RFC7306 | IW_DEVICE_RESIZE_CQ |
-				  IW_DEVICE_RESIZE_SRQ);
+				  IW_DEVICE_RESIZE_SRQ | IW_DEVICE_MEM_WINDOW |
+				  IW_DEVICE_MEM_WINDOW_TYPE_2);
 	env_fini(&e);
 }
 END_TEST

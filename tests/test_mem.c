@@ -1208,7 +1208,7 @@ START_TEST(mw_bind_use_invalidate)
 	mr = reg(pd, buf, sizeof(buf), ALL_RIGHTS | IW_ACCESS_MW_BIND);
 	plain = reg(pd, buf, sizeof(buf), ALL_RIGHTS);
 	errno = 0;
-	ck_assert_ptr_null(iw_alloc_mw(pd, IW_MW_TYPE_1));
+	ck_assert_ptr_null(iw_alloc_mw(pd, (enum iw_mw_type)3));
 	ck_assert_int_eq(errno, EINVAL);
 	mw = iw_alloc_mw(pd, IW_MW_TYPE_2);
 	ck_assert_ptr_nonnull(mw);
@@ -1266,6 +1266,84 @@ START_TEST(mw_bind_use_invalidate)
 	ck_assert_uint_eq(iw_mem_refs(iw_mr_int(mr)), 0);
 	ck_assert_int_eq(iw_dereg_mr(mr), 0);
 	ck_assert_int_eq(iw_dereg_mr(plain), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
+	ck_assert_int_eq(iw_dealloc_pd(pd2), 0);
+	ctx_cleanup(&ctx);
+}
+END_TEST
+
+/* A type 1 window: usable through every stream of its PD (not another
+ * PD's), rebound and unbound by its owner only, never invalidated; its
+ * next key is random, never the current one, on the same index. */
+START_TEST(mw_type1_pd_wide)
+{
+	static uint8_t buf[256];
+	const int rw = IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	struct iw_context ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_mr *mr;
+	struct iw_mw *mw;
+	uint32_t k, k2;
+	unsigned seen[256] = {0}, distinct = 0;
+
+	ctx_init(&ctx);
+	pd = pd_new(&ctx);
+	pd2 = pd_new(&ctx);
+	mr = reg(pd, buf, sizeof(buf), ALL_RIGHTS | IW_ACCESS_MW_BIND);
+	mw = iw_alloc_mw(pd, IW_MW_TYPE_1);
+	ck_assert_ptr_nonnull(mw);
+	for (int i = 0; i < 200; i++) {
+		k = iw_mem_mw_next_key(&ctx.mem, (struct iw_mw_int *)mw);
+		ck_assert_uint_eq(iw_stag_index(k), iw_stag_index(mw->rkey));
+		ck_assert_uint_ne(k, mw->rkey);
+		distinct += !seen[iw_stag_key(k)]++;
+	}
+	ck_assert_uint_gt(distinct, 64); /* not a counter: 200 draws over 255 keys */
+	k = iw_mem_mw_next_key(&ctx.mem, (struct iw_mw_int *)mw);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf + 64, 64), 0);
+	ck_assert_uint_ne(mw->rkey, k); /* iw_bind_mw writes it, not the bind */
+	for (uint32_t qpn = 5; qpn <= 7; qpn++)
+		ck_assert_uint_eq(win_access(&ctx, qpn, pd, k, buf + 64, 8, IW_MEM_REMOTE_WRITE,
+					     buf + 64),
+				  0);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd2, k, buf + 64, 8, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_STAG_STREAM);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 128, 1, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_BASE_BOUNDS);
+	/* Never invalidated, remotely or locally. */
+	struct iw_mem_req q6 = {.pd = pd, .qp_num = 6};
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, &q6, k, true), IW_TERM_RDMAP_PROT_NOINV);
+	ck_assert_int_eq(iw_mem_invalidate(&ctx.mem, &q6, k, false), -EINVAL);
+	ck_assert(iw_mem_is_valid(&((struct iw_mw_int *)mw)->win));
+	/* Rebound while bound: the old STag goes. */
+	mw->rkey = k;
+	k2 = iw_mem_mw_next_key(&ctx.mem, (struct iw_mw_int *)mw);
+	ck_assert_int_eq(bind(&ctx, 9, pd, mw, k2, mr, IW_ACCESS_REMOTE_READ, buf, 16), 0);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf + 64, 8, IW_MEM_REMOTE_WRITE, NULL),
+			  IW_TERM_DDP_T_INV_STAG);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k2, buf, 16, IW_MEM_REMOTE_READ, buf), 0);
+	ck_assert_uint_eq(iw_mem_refs(iw_mr_int(mr)), 1); /* one binding, one reference */
+	/* Unbound (length 0, no MR). */
+	mw->rkey = k2;
+	k = iw_mem_mw_next_key(&ctx.mem, (struct iw_mw_int *)mw);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, NULL, 0, NULL, 0), 0);
+	ck_assert_uint_eq(iw_mem_refs(iw_mr_int(mr)), 0);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k2, buf, 16, IW_MEM_REMOTE_READ, NULL),
+			  IW_TERM_RDMAP_INV_STAG);
+	ck_assert_uint_eq(win_access(&ctx, 5, pd, k, buf, 16, IW_MEM_REMOTE_READ, NULL),
+			  IW_TERM_RDMAP_INV_STAG);
+	/* Refusals: no MR for a length, local rights, MW_BIND missing. */
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, NULL, rw, buf, 16), -EINVAL);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, IW_ACCESS_LOCAL_WRITE, buf, 16), -EINVAL);
+	struct iw_mr *plain = reg(pd, buf, sizeof(buf), ALL_RIGHTS);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, plain, rw, buf, 16), -EACCES);
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf + 250, 16), -EFAULT);
+	/* Freed while bound: the MR is released. */
+	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf, 16), 0);
+	ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+	ck_assert_uint_eq(iw_mem_refs(iw_mr_int(mr)), 0);
+	ck_assert_int_eq(iw_dereg_mr(plain), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
 	ck_assert_int_eq(iw_dealloc_pd(pd), 0);
 	ck_assert_int_eq(iw_dealloc_pd(pd2), 0);
 	ctx_cleanup(&ctx);
@@ -1594,6 +1672,7 @@ Suite *suite_mem(void)
 	tcase_add_test(tc, threads_register_and_check);
 	tcase_add_test(tc, invalidate_waits_for_placement);
 	tcase_add_test(tc, mw_bind_use_invalidate);
+	tcase_add_test(tc, mw_type1_pd_wide);
 	tcase_add_test(tc, stag_keys_uniform);
 	tcase_add_test(tc, stag_slots_and_rekeys_uniform);
 	tcase_add_test(tc, stag_differ_between_contexts);

@@ -2983,6 +2983,147 @@ START_TEST(test_mw_type2)
 }
 END_TEST
 
+/* iw_bind_mw of a type 1 window: posts, signals IW_WC_BIND_MW with id,
+ * and returns the rkey the library picked (written to mw->rkey). */
+static uint32_t bind_mw1(struct iw_qp *qp, uint64_t id, struct iw_mw *mw, struct iw_mr *mr,
+			 int access, void *addr, uint64_t len)
+{
+	struct iw_mw_bind b = {.wr_id = id, .send_flags = IW_SEND_SIGNALED};
+	uint32_t old = mw->rkey;
+
+	b.bind_info.mr = mr;
+	b.bind_info.addr = (uintptr_t)addr;
+	b.bind_info.length = len;
+	b.bind_info.mw_access_flags = (unsigned)access;
+	ck_assert_int_eq(iw_bind_mw(qp, mw, &b), 0);
+	ck_assert_uint_ne(mw->rkey, old);                       /* a new key ... */
+	ck_assert_uint_eq(mw->rkey >> 8, old >> 8);             /* ... same index */
+	return mw->rkey;
+}
+
+static void send_inv(struct hfix *f, uint32_t stag)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	struct iw_ddp_hdr h = {.ctrl = iw_ddp_ctrl(false, true),
+			       .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_SEND_INV)};
+	h.msn = f->h.msn[0]++;
+	h.inv_stag = stag;
+	size_t hl = (size_t)iw_ddp_hdr_build(hdr, sizeof(hdr), &h);
+	host_fpdu(&f->h, hdr, hl, "bye", 3);
+}
+
+/* A type 1 memory window bound with iw_bind_mw: the peer writes and reads
+ * through it; then _i 0: rebinding gives a new rkey, the old one is
+ * refused (TERMINATE DDP invalid STag); 1: unbinding (length 0, no MR)
+ * makes it refused; 2: the peer's Send with Invalidate of it is refused
+ * with RDMAP Remote Protection "STag cannot be invalidated" and it stays
+ * bound; 3: LOCAL_INV of it completes in error (and it stays bound); 4: a
+ * bind past the MR's end and 5: onto an MR without IW_ACCESS_MW_BIND
+ * complete IW_WC_MW_BIND_ERR. Freeing it while bound releases the MR. */
+START_TEST(test_mw_type1)
+{
+	struct hfix f;
+	hfix_init(&f, HF_CRC | HF_NO_READS, MP_WHOLE);
+	struct end *e = &f.w.e[0];
+	const int rw = IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
+	struct buf *disk = buf_new(&f.w, f.w.pd, 256, ACC_RW | IW_ACCESS_REMOTE_READ |
+							 IW_ACCESS_MW_BIND);
+	struct iw_mw *mw = iw_alloc_mw(f.w.pd, IW_MW_TYPE_1);
+	ck_assert_ptr_nonnull(mw);
+	ck_assert_int_eq(mw->type, IW_MW_TYPE_1);
+	/* Type 1 windows are bound by iw_bind_mw only, type 2 by a WR only. */
+	struct iw_send_wr wr = wr_of(1, IW_WR_BIND_MW, IW_SEND_SIGNALED, NULL, 0);
+	wr.wr.bind_mw.mw = mw;
+	wr.wr.bind_mw.rkey = iw_inc_rkey(mw->rkey);
+	wr.wr.bind_mw.bind_info.mr = disk->mr;
+	wr.wr.bind_mw.bind_info.length = 8;
+	wr.wr.bind_mw.bind_info.addr = (uintptr_t)disk->p;
+	wr.wr.bind_mw.bind_info.mw_access_flags = IW_ACCESS_REMOTE_READ;
+	ck_assert_int_eq(post_wr(f.qp, &wr), EINVAL);
+	wr.send_flags |= 1u << 31;
+	ck_assert_int_eq(post_wr(f.qp, &wr), EINVAL);
+	struct iw_mw *mw2 = iw_alloc_mw(f.w.pd, IW_MW_TYPE_2);
+	struct iw_mw_bind b = {.bind_info = {.mr = disk->mr, .addr = (uintptr_t)disk->p,
+					     .length = 8, .mw_access_flags = IW_ACCESS_REMOTE_READ}};
+	uint32_t k2 = mw2->rkey;
+	ck_assert_int_eq(iw_bind_mw(f.qp, mw2, &b), EINVAL);
+	ck_assert_uint_eq(mw2->rkey, k2);
+	b.bind_info.mr = NULL;
+	ck_assert_int_eq(iw_bind_mw(f.qp, mw, &b), EINVAL); /* a length needs an MR */
+	ck_assert_int_eq(iw_dealloc_mw(mw2), 0);
+	expect_empty(e->scq);
+
+	if (_i >= 4) {
+		struct buf *nobind = buf_new(&f.w, f.w.pd, 256, ACC_RW | IW_ACCESS_REMOTE_READ);
+		struct iw_mr *target = _i == 4 ? disk->mr : nobind->mr;
+		uint8_t *at = _i == 4 ? disk->p + 200 : nobind->p;
+		bind_mw1(f.qp, 229, mw, target, rw, at, 64);
+		host_drain(&f.h);
+		expect_wc(e->scq, 229, IW_WC_MW_BIND_ERR, IW_WC_BIND_MW);
+		hfix_expect_term(&f, IW_TERM_RDMAP_CATASTROPHIC, IW_EVENT_QP_FATAL, COPY_NONE);
+		ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+		world_free(&f.w);
+		return;
+	}
+	uint32_t key = bind_mw1(f.qp, 230, mw, disk->mr, rw, disk->p + 64, 64);
+	host_drain(&f.h);
+	struct iw_wc wc = expect_wc(e->scq, 230, IW_WC_SUCCESS, IW_WC_BIND_MW);
+	ck_assert_uint_eq(wc.qp_num, iw_qp_num(f.qp));
+	ck_assert_int_eq(iw_dereg_mr(disk->mr), EBUSY); /* bound to it */
+	uint8_t d[64], want[256] = {0};
+	fill(d, sizeof(d), 3);
+	host_write(&f.h, key, (uintptr_t)disk->p + 64, d, sizeof(d));
+	memcpy(want + 64, d, 64);
+	ck_assert(memcmp(disk->p, want, 256) == 0);
+	unsigned n0 = f.h.nseg;
+	host_read_req(&f.h, key, (uintptr_t)disk->p + 80, 16);
+	host_drain(&f.h);
+	ck_assert_uint_eq(f.h.nseg, n0 + 1);
+	ck_assert_uint_eq(iw_ddp_opcode(&f.h.seg[n0].ddp), IW_OP_READ_RESP);
+	ck_assert_uint_eq(f.h.seg[n0].plen, 16);
+	uint16_t term = IW_TERM_DDP_T_INV_STAG;
+	enum iw_event_type evt = IW_EVENT_QP_ACCESS_ERR;
+	uint32_t use = key;
+	if (_i == 0) {
+		uint32_t k1 = bind_mw1(f.qp, 231, mw, disk->mr, IW_ACCESS_REMOTE_WRITE, disk->p,
+				       32);
+		host_drain(&f.h);
+		expect_wc(e->scq, 231, IW_WC_SUCCESS, IW_WC_BIND_MW);
+		host_write(&f.h, k1, (uintptr_t)disk->p, d, 32);
+		memcpy(want, d, 32);
+		ck_assert(memcmp(disk->p, want, 256) == 0);
+	} else if (_i == 1) {
+		struct iw_mw_bind u = {.wr_id = 232, .send_flags = IW_SEND_SIGNALED};
+		ck_assert_int_eq(iw_bind_mw(f.qp, mw, &u), 0);
+		ck_assert_uint_ne(mw->rkey, key);
+		host_drain(&f.h);
+		expect_wc(e->scq, 232, IW_WC_SUCCESS, IW_WC_BIND_MW);
+		ck_assert_uint_eq(iw_mem_refs(iw_mr_int(disk->mr)), 0); /* the MR is let go */
+	} else if (_i == 2) {
+		send_inv(&f, key);
+		term = IW_TERM_RDMAP_PROT_NOINV;
+		f.recv_fault = IW_WC_REM_INV_REQ_ERR;
+	} else {
+		local_inv_wr(f.qp, 233, key);
+		host_drain(&f.h);
+		wc = expect_wc(e->scq, 233, IW_WC_LOC_QP_OP_ERR, IW_WC_LOCAL_INV);
+		term = IW_TERM_RDMAP_CATASTROPHIC;
+		evt = IW_EVENT_QP_FATAL;
+	}
+	if (_i < 2) {
+		uint8_t z[16] = {0};
+		host_write(&f.h, use, (uintptr_t)disk->p + 64, z, sizeof(z));
+		ck_assert(memcmp(disk->p, want, 256) == 0);
+	}
+	hfix_expect_term(&f, term, evt, _i == 3 ? COPY_NONE : COPY_DDP);
+	/* Only the unbind unbound it: neither invalidation did. */
+	ck_assert(iw_mem_is_valid(&((struct iw_mw_int *)mw)->win) == (_i != 1));
+	ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+	ck_assert_uint_eq(iw_mem_refs(iw_mr_int(disk->mr)), 0);
+	world_free(&f.w);
+}
+END_TEST
+
 /* A peer's RDMA Write to an STag it guessed is counted on the QP and the
  * context, visible through the public getters (issue 16 bug 8); one to a
  * known STag out of bounds is not an STag guess. */
@@ -3720,6 +3861,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_hostile_rtr);
 	tcase_add_test(tc, test_hostile_bad_stag_counted);
 	tcase_add_loop_test(tc, test_mw_type2, 0, 3);
+	tcase_add_loop_test(tc, test_mw_type1, 0, 6);
 	tcase_add_loop_test(tc, test_local_inv_waits_for_placement, 0, 4);
 	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_destroy_forgets_events);

@@ -226,6 +226,11 @@ enum iw_device_cap_flags {
 	IW_DEVICE_RFC7306 = 1 << 1,
 	IW_DEVICE_RESIZE_CQ = 1 << 2,  /* iw_resize_cq */
 	IW_DEVICE_RESIZE_SRQ = 1 << 3, /* iw_modify_srq with IW_SRQ_MAX_WR */
+	/* Type 1 memory windows (iw_alloc_mw, iw_bind_mw). */
+	IW_DEVICE_MEM_WINDOW = 1 << 4,
+	/* Type 2 memory windows (iw_alloc_mw, IW_WR_BIND_MW), associated with
+	 * a QP and a PD (InfiniBand's type 2B). */
+	IW_DEVICE_MEM_WINDOW_TYPE_2 = 1 << 5,
 };
 
 /* The limits of a context, as libibverbs' struct ibv_device_attr names them.
@@ -242,7 +247,7 @@ struct iw_device_attr {
 	uint32_t max_sge;             /* max_send_sge, max_recv_sge */
 	uint32_t max_inline_data;
 	uint32_t max_cqe;             /* cqe of iw_create_cq, iw_resize_cq */
-	uint32_t max_mr;              /* MRs (STags) alive at once */
+	uint32_t max_mr;              /* MRs and memory windows (STags) alive at once */
 	uint32_t max_qp_rd_atom;      /* IRD: inbound Reads and atomics per QP */
 	uint32_t max_qp_init_rd_atom; /* ORD: outbound Reads and atomics per QP */
 	uint32_t max_srq_wr;          /* max_wr of an SRQ */
@@ -508,11 +513,13 @@ static inline uint32_t iw_inc_rkey(uint32_t rkey)
 }
 
 /* A memory window: a remote-access grant (its own STag) onto part of an MR,
- * bound through a QP's send queue (IW_WR_BIND_MW) and revoked by
- * IW_WR_LOCAL_INV or the peer's Send with Invalidate. Type 2 only: a
- * bound window is usable only by the peer of the QP that bound it. */
+ * bound through a QP's send queue. Type 1 (iw_bind_mw): usable by the
+ * peer of any QP of the window's PD; rebound or unbound (length 0) only
+ * by iw_bind_mw, never invalidated. Type 2 (IW_WR_BIND_MW): usable only
+ * by the peer of the QP that bound it; revoked by IW_WR_LOCAL_INV or that
+ * peer's Send with Invalidate. */
 enum iw_mw_type {
-	IW_MW_TYPE_1 = 1, /* not supported */
+	IW_MW_TYPE_1 = 1,
 	IW_MW_TYPE_2 = 2,
 };
 
@@ -526,19 +533,27 @@ struct iw_mw {
 
 /*
  * Allocate a memory window on pd, as ibv_alloc_mw. It gets an STag (rkey)
- * that no access can use until an IW_WR_BIND_MW work request binds it to
- * part of an MR registered with IW_ACCESS_MW_BIND, on a QP of the same
- * PD; from then on only that QP's peer may use it, within the bound range
- * and rights. IW_WR_LOCAL_INV of the rkey, or the peer's Send with
- * Invalidate on that QP, unbinds it; bind it again with a new key
- * (iw_inc_rkey). A peer using it unbound, through another connection or
- * out of its range is answered with a TERMINATE (mem.c lists which). Any
- * thread.
+ * that no access can use until it is bound to part of an MR registered
+ * with IW_ACCESS_MW_BIND, on a QP of the same PD; from then on peers may
+ * use it within the bound range and rights, and the MR cannot be
+ * deregistered. A peer using it unbound, through a connection it may not
+ * use, or out of its range is answered with a TERMINATE (lib/engine/mem.c
+ * lists which).
+ *
+ * IW_MW_TYPE_2: bound by an IW_WR_BIND_MW work request with a new key
+ * (iw_inc_rkey, or any other key but the current one); only the peer of
+ * the QP that bound it may use it. IW_WR_LOCAL_INV of the rkey, or that
+ * peer's Send with Invalidate, unbinds it; then bind it again.
+ *
+ * IW_MW_TYPE_1: bound by iw_bind_mw, which picks the new rkey; the peer of
+ * any QP of the PD may use it. It is rebound or unbound only by
+ * iw_bind_mw: a peer's Send with Invalidate naming it is refused with a
+ * TERMINATE (RDMAP Remote Protection, STag cannot be invalidated) and an
+ * IW_WR_LOCAL_INV of it fails. Any thread.
  *
  * Returns: the window, or NULL with errno set.
  * Errors:
- *   EINVAL  pd is NULL, or type is not IW_MW_TYPE_2 (type 1 windows,
- *           bound by a verb call, are not supported).
+ *   EINVAL  pd is NULL, or type is neither IW_MW_TYPE_1 nor IW_MW_TYPE_2.
  *   ENOMEM  Out of memory, or all 2^24 - 1 STag indices are in use.
  */
 struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type);
@@ -549,7 +564,8 @@ struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type);
  *
  * Returns: 0 (also for NULL), or a positive errno.
  * Errors:
- *   EBUSY   A BIND_MW work request or a placement still uses the window.
+ *   EBUSY   A bind (IW_WR_BIND_MW or iw_bind_mw) not yet completed, or a
+ *           placement, still uses the window.
  *   EINVAL  mw is not a window of its context.
  */
 int iw_dealloc_mw(struct iw_mw *mw);
@@ -1086,7 +1102,8 @@ struct iw_recv_wr {
  *    TERMINATE (RDMAP catastrophic) to the peer, IW_EVENT_QP_FATAL, and
  *    the WRs behind it flush.
  *  - BIND_MW (wr.bind_mw) runs at the head of the queue like LOCAL_INV:
- *    binds the type 2 window mw (unbound, of this QP's PD) to
+ *    binds the type 2 window mw (unbound, of this QP's PD; type 1 windows
+ *    are bound with iw_bind_mw) to
  *    [addr, addr + length) of mr (VALID, same PD, registered with
  *    IW_ACCESS_MW_BIND and the rights asked; REMOTE_WRITE and
  *    REMOTE_ATOMIC also need LOCAL_WRITE on the MR) under rkey, which must
@@ -1104,13 +1121,49 @@ struct iw_recv_wr {
  *           unknown or needs IW_QP_CREATE_RFC7306; a Read without exactly
  *           one SGE, an atomic without one 8-octet SGE and an 8-aligned
  *           remote_addr, either inline; REG_MR without reg.mr; BIND_MW
- *           without bind_mw.mw or bind_info.mr.
+ *           without bind_mw.mw or bind_info.mr, or of a type 1 window;
+ *           send_flags with bit 31 set.
  *   EACCES  An SGE's MR lacks the right the opcode needs.
  *   EFAULT  An SGE is not inside its MR.
  *   ENOMEM  The send queue is full (max_send_wr WRs not yet completed), or
  *           no memory for inline data.
  */
 int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr);
+
+/* A type 1 window bind, as libibverbs' struct ibv_mw_bind. */
+struct iw_mw_bind {
+	uint64_t wr_id;
+	unsigned int send_flags; /* IW_SEND_SIGNALED, IW_SEND_FENCE */
+	struct iw_mw_bind_req bind_info; /* length 0: unbind (mr may be NULL) */
+};
+/*
+ * Bind a type 1 memory window, as ibv_bind_mw: post on qp's send queue a
+ * request to bind mw to [addr, addr + length) of bind_info.mr with the
+ * rights mw_access_flags (IW_ACCESS_REMOTE_*, or 0), or with length 0 to
+ * unbind it. The library picks the window's new STag (its index, a new
+ * random key) and writes it to mw->rkey before returning: hand it to a
+ * peer in a Send posted behind the bind, which runs after it. The bind
+ * runs when it reaches the head of the queue, as an IW_WR_BIND_MW does;
+ * from then on the previous STag fails (TERMINATE invalid STag) and the
+ * new one grants the peers of every QP of the window's PD the rights
+ * given. A window that is bound already is rebound (its old MR is
+ * released). It completes on the send CQ with opcode IW_WC_BIND_MW (a
+ * success only if signalled). A bind that fails when it runs (an MR that
+ * is not VALID, of another PD, without IW_ACCESS_MW_BIND or without a
+ * right asked, REMOTE_WRITE or REMOTE_ATOMIC on an MR without
+ * LOCAL_WRITE, a range outside the MR, a window of another PD) completes
+ * with IW_WC_MW_BIND_ERR and takes the QP to ERR like a failed
+ * IW_WR_BIND_MW; mw->rkey then names no binding. The window and the MR
+ * must outlive the bind's completion. Any thread.
+ *
+ * Returns: 0, or a positive errno (mw->rkey unchanged).
+ * Errors:
+ *   EINVAL  qp, mw or mw_bind is NULL; mw is not a type 1 window;
+ *           bind_info.mr is NULL with a length; the QP is not in RTS, SQD
+ *           or ERR; send_flags has bit 31 set.
+ *   ENOMEM  The send queue is full.
+ */
+int iw_bind_mw(struct iw_qp *qp, struct iw_mw *mw, struct iw_mw_bind *mw_bind);
 /*
  * Post receive work requests: the list wr (linked by next) to qp's receive
  * queue. Posting stops at the first WR that fails: it is stored in *bad_wr

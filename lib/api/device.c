@@ -19,10 +19,11 @@
 #define IW_MAX_MR_SIZE ((uint64_t)UINTPTR_MAX)
 
 /* What this library implements, whatever the peer: REG_MR, LOCAL_INV and
- * Send with Invalidate; RFC 7306 on QPs that ask for it; both resizes. */
+ * Send with Invalidate; RFC 7306 on QPs that ask for it; both resizes;
+ * memory windows of both types. */
 #define IW_DEVICE_CAPS                                                                      \
 	(IW_DEVICE_MEM_MGT_EXTENSIONS | IW_DEVICE_RFC7306 | IW_DEVICE_RESIZE_CQ |            \
-	 IW_DEVICE_RESIZE_SRQ)
+	 IW_DEVICE_RESIZE_SRQ | IW_DEVICE_MEM_WINDOW | IW_DEVICE_MEM_WINDOW_TYPE_2)
 
 /* Extension groups this library fills (none yet beyond the base fields). */
 #define IW_DEVICE_ATTR_KNOWN 0u

@@ -94,6 +94,14 @@
  * lacks: access rights (RDMAP 0/1/0x02; DDP 1/1/0x00 as for MRs). A Send
  * with Invalidate for a window bound to another stream: 0/1/0x09.
  *
+ * Type 1 windows (IB spec "Type 1 Memory Windows"; ibv_bind_mw(3)) are
+ * associated with the PD alone: any stream of the PD may use them, so
+ * only the PD check applies. They are bound, rebound and unbound (length
+ * 0) by the owner's iw_bind_mw and cannot be invalidated: a Send with
+ * Invalidate naming one is answered 0/1/0x09 (Remote Protection, STag
+ * cannot be invalidated), as for an iw_reg_mr MR, and a LOCAL_INV of it
+ * fails. Their keys come from the table's CSPRNG as registrations' do.
+ *
  * siw lets any MR of the PD be invalidated, including plain registrations;
  * rxe (rxe_invalidate_mr) refuses MRs that are not fast-reg MRs, as the IB
  * spec does. We refuse them: an application that registers with
@@ -416,7 +424,7 @@ struct snap {
 	int access;
 	uint64_t iova, len;
 	uint8_t *host;
-	bool window;
+	bool window, pd_wide;
 	uint32_t qp_num;
 };
 
@@ -424,6 +432,7 @@ static void snap_read(const struct iw_mr_int *mr, struct snap *sn)
 {
 	sn->pd = mr->pub.pd;
 	sn->window = mr->window;
+	sn->pd_wide = mr->pd_wide;
 	sn->qp_num = atomic_load_explicit(&mr->qp_num, memory_order_relaxed);
 	sn->access = atomic_load_explicit(&mr->access, memory_order_relaxed);
 	sn->iova = atomic_load_explicit(&mr->iova, memory_order_relaxed);
@@ -495,7 +504,7 @@ static enum fail check(struct iw_mem_table *t, const struct iw_mem_req *req, boo
 		return F_STAG;
 	if (sn.window && !remote)
 		f = F_STAG; /* a window is no lkey (verbs) */
-	else if (sn.pd != req->pd || (sn.window && sn.qp_num != req->qp_num))
+	else if (sn.pd != req->pd || (sn.window && !sn.pd_wide && sn.qp_num != req->qp_num))
 		f = F_PD;   /* a type 2 window belongs to one stream */
 	else if ((sn.access & rights) != rights)
 		f = F_ACCESS;
@@ -637,7 +646,9 @@ static int invalidate_locked(struct iw_mem_table *t, const struct iw_mem_req *re
 			count_bad_stag(t, req);
 		return remote ? IW_TERM_RDMAP_OP_NOINV : -EINVAL;
 	}
-	if (mr->pub.pd != req->pd || !(mr->fastreg || mr->window)) {
+	/* Type 1 windows, like iw_reg_mr MRs, live until their owner says
+	 * (iw_bind_mw with length 0, iw_dealloc_mw): never invalidated. */
+	if (mr->pub.pd != req->pd || !(mr->fastreg || mr->window) || mr->pd_wide) {
 		if (remote && mr->pub.pd != req->pd)
 			count_bad_stag(t, req);
 		return remote ? IW_TERM_RDMAP_PROT_NOINV : -EINVAL;
@@ -771,38 +782,77 @@ static int bind_target_ok(struct iw_mem_table *t, const struct iw_pd *pd, struct
 static int bind_args_ok(const struct iw_mem_req *req, struct iw_mw_int *mw, uint32_t key,
 			int access, uint64_t length)
 {
-	/* Remote rights only, at least one (the MR supplies LOCAL_WRITE). */
-	if (!access || (access & ~ACCESS_REMOTE) || length == 0)
+	bool type1 = mw->pub.type == IW_MW_TYPE_1;
+
+	/* Remote rights only (the MR supplies LOCAL_WRITE); a type 2 bind
+	 * grants at least one, a type 1 bind of length 0 unbinds. */
+	if ((access & ~ACCESS_REMOTE) || (!type1 && (!access || length == 0)))
 		return -EINVAL;
-	if (iw_stag_index(key) != mw->win.pub.handle || mw->pub.type != IW_MW_TYPE_2)
+	if (iw_stag_index(key) != mw->win.pub.handle)
 		return -EINVAL;
 	return mw->pub.pd == req->pd ? 0 : -EACCES;
+}
+
+/* Is the window's slot ready for this bind? A type 2 window must be
+ * unbound (invalidate first); a type 1 window is rebound. Locked. */
+static int bind_slot_ok(struct iw_mem_table *t, struct iw_mw_int *mw)
+{
+	struct iw_stag_slot *s = slot_of(t, &mw->win);
+
+	if (!s)
+		return -EINVAL;
+	return mw->win.pd_wide || !(atomic_load(&s->word) & W_VALID) ? 0 : -EINVAL;
+}
+
+/* Bind (length > 0) or, for type 1, unbind. Locked, arguments checked. */
+static void bind_locked(const struct iw_mem_req *req, struct iw_mw_int *mw, uint32_t key,
+			struct iw_mr_int *mr, int access, uint64_t addr, uint64_t length)
+{
+	struct iw_stag_slot *s = slot_of(&mw->win.pub.context->mem, &mw->win);
+
+	if (mw->mr)
+		unbind(&mw->win); /* a type 1 rebind drops the old binding */
+	if (length == 0) {
+		slot_set(s, W_PRESENT, iw_stag_key(key));
+		mw->win.pub.lkey = mw->win.pub.rkey = key;
+		return;
+	}
+	atomic_store(&mw->win.qp_num, req->qp_num);
+	iw_mem_hold(mr);
+	mw->mr = mr;
+	fastreg_write(&mw->win, key, access, addr, length,
+		      atomic_load(&mr->host) + (addr - atomic_load(&mr->iova)));
+	/* A type 1 window's rkey was set by iw_bind_mw when it posted. */
+	if (!mw->win.pd_wide)
+		mw->pub.rkey = key;
 }
 
 int iw_mem_bind_mw(struct iw_mem_table *t, const struct iw_mem_req *req, struct iw_mw_int *mw,
 		   uint32_t key, struct iw_mr_int *mr, int access, uint64_t addr, uint64_t length)
 {
-	struct iw_stag_slot *s;
 	int ret = bind_args_ok(req, mw, key, access, length);
 
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&t->lock);
-	s = slot_of(t, &mw->win);
-	if (!s || (atomic_load(&s->word) & W_VALID))
-		ret = -EINVAL; /* gone, or still bound: invalidate first */
-	else
-		ret = bind_target_ok(t, req->pd, mr, access, addr, length);
-	if (ret == 0) {
-		atomic_store(&mw->win.qp_num, req->qp_num);
-		iw_mem_hold(mr);
-		mw->mr = mr;
-		fastreg_write(&mw->win, key, access, addr, length,
-			      atomic_load(&mr->host) + (addr - atomic_load(&mr->iova)));
-		mw->pub.rkey = key;
-	}
+	ret = bind_slot_ok(t, mw);
+	if (ret == 0 && length)
+		ret = mr ? bind_target_ok(t, req->pd, mr, access, addr, length) : -EINVAL;
+	if (ret == 0)
+		bind_locked(req, mw, key, mr, access, addr, length);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
+}
+
+uint32_t iw_mem_mw_next_key(struct iw_mem_table *t, const struct iw_mw_int *mw)
+{
+	uint32_t cur = mw->pub.rkey;
+	uint8_t k;
+
+	pthread_mutex_lock(&t->lock);
+	k = new_key(t, W_USED | ((uint64_t)iw_stag_key(cur) << W_KEY_SHIFT));
+	pthread_mutex_unlock(&t->lock);
+	return make_stag(iw_stag_index(cur), k);
 }
 
 IW_EXPORT struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type)
@@ -811,12 +861,13 @@ IW_EXPORT struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type)
 	struct iw_mem_table *t;
 	int ret;
 
-	mw = obj_new(pd && type == IW_MW_TYPE_2, sizeof(*mw));
+	mw = obj_new(pd && (type == IW_MW_TYPE_1 || type == IW_MW_TYPE_2), sizeof(*mw));
 	if (!mw)
 		return NULL;
 	mw->win.pub.context = mw->pub.context = pd->context;
 	mw->win.pub.pd = mw->pub.pd = pd;
 	mw->win.window = true;
+	mw->win.pd_wide = type == IW_MW_TYPE_1;
 	mw->pub.type = type;
 	t = &pd->context->mem;
 	pthread_mutex_lock(&t->lock);

@@ -53,6 +53,7 @@ struct iw_mr_int {
 	 * same slot, checks and references; only remote access, and for
 	 * type 2 only from the QP it is bound to. */
 	bool window;
+	bool pd_wide;              /* type 1 window: any QP of the PD may use it */
 	_Atomic uint32_t qp_num;   /* type 2 window: the bound QP */
 };
 
@@ -195,14 +196,22 @@ int iw_mem_invalidate(struct iw_mem_table *t, const struct iw_mem_req *req, uint
 int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_int *mr,
 		   uint32_t key, int access, uint64_t iova, uint64_t length, void *addr);
 
-/* A BIND_MW work request on the QP req names: bind window mw (type 2,
- * invalid, of req->pd) to [addr, addr + length) of mr (VALID, of the same
- * PD, with IW_ACCESS_MW_BIND) with remote rights access, under key (the
- * whole STag: mw's index, the new key). The window holds a reference on
- * mr until invalidated or freed. 0, -EINVAL (window or arguments), -EACCES
- * (PD, MR lacks MW_BIND or the rights), -EFAULT (outside the MR). */
+/* A BIND_MW work request on the QP req names: bind window mw (of
+ * req->pd) to [addr, addr + length) of mr (VALID, of the same PD, with
+ * IW_ACCESS_MW_BIND) with remote rights access, under key (the whole
+ * STag: mw's index, the new key). A type 2 window must be invalid and
+ * gets at least one right; a type 1 window (iw_bind_mw) may be bound
+ * already (it is rebound: the old STag stops working) and length 0
+ * unbinds it (mr may then be NULL). The window holds a reference on mr
+ * until unbound, invalidated or freed. 0, -EINVAL (window or arguments),
+ * -EACCES (PD, MR lacks MW_BIND or the rights), -EFAULT (outside the
+ * MR). */
 int iw_mem_bind_mw(struct iw_mem_table *t, const struct iw_mem_req *req, struct iw_mw_int *mw,
 		   uint32_t key, struct iw_mr_int *mr, int access, uint64_t addr, uint64_t length);
+
+/* The STag a type 1 window's next bind takes: its index, a random key
+ * other than the current one (iw_bind_mw picks it as it posts). */
+uint32_t iw_mem_mw_next_key(struct iw_mem_table *t, const struct iw_mw_int *mw);
 
 /* Access flag rule shared by reg_mr and fastreg: REMOTE_WRITE or
  * REMOTE_ATOMIC without LOCAL_WRITE, or unknown bits, are invalid. */

@@ -487,7 +487,10 @@ static bool flushing_now(const struct iw_qp *qp)
 	return qp->state == IW_QPS_ERR && (!qp->txq || qp->txq->first == qp->txq->cnt);
 }
 
-IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr)
+/* iw_post_send, and iw_bind_mw's one WR: verb is IW_SEND_VERB_BIND for
+ * the latter, which only it may set. */
+static int post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr,
+		     unsigned verb)
 {
 	int rc = 0;
 
@@ -495,7 +498,7 @@ IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_se
 		return EINVAL;
 	iw_qp_lock(qp);
 	for (; wr; wr = wr->next) {
-		if (!sq_can_post(qp->state)) {
+		if (!sq_can_post(qp->state) || (wr->send_flags & IW_SEND_VERB_BIND) != verb) {
 			rc = EINVAL;
 			break;
 		}
@@ -521,6 +524,36 @@ IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_se
 		qp->wake(qp);
 	if (rc && bad_wr)
 		*bad_wr = wr;
+	return rc;
+}
+
+IW_EXPORT int iw_post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr **bad_wr)
+{
+	return post_send(qp, wr, bad_wr, 0);
+}
+
+/* The new STag is chosen and published now, as ibv_bind_mw does, so the
+ * application can hand it to a peer in a Send posted behind the bind; it
+ * works from when the bind runs. */
+IW_EXPORT int iw_bind_mw(struct iw_qp *qp, struct iw_mw *mw, struct iw_mw_bind *mw_bind)
+{
+	struct iw_send_wr wr = {.opcode = IW_WR_BIND_MW};
+	uint32_t old;
+	int rc;
+
+	if (!qp || !mw || !mw_bind || mw->type != IW_MW_TYPE_1 ||
+	    (mw_bind->send_flags & IW_SEND_VERB_BIND))
+		return EINVAL;
+	wr.wr_id = mw_bind->wr_id;
+	wr.send_flags = mw_bind->send_flags | IW_SEND_VERB_BIND;
+	wr.wr.bind_mw.mw = mw;
+	wr.wr.bind_mw.bind_info = mw_bind->bind_info;
+	wr.wr.bind_mw.rkey = iw_mem_mw_next_key(&qp->context->mem, (struct iw_mw_int *)mw);
+	old = mw->rkey;
+	mw->rkey = wr.wr.bind_mw.rkey;
+	rc = post_send(qp, &wr, NULL, IW_SEND_VERB_BIND);
+	if (rc)
+		mw->rkey = old;
 	return rc;
 }
 

@@ -122,18 +122,23 @@ static int fill_payload(struct iw_swqe *w, struct iw_qp *qp, enum iw_mem_op op)
 }
 
 /* The window and the MR are held until the WR completes, as REG_MR holds
- * its MR; the bind itself is checked when it runs (iw_mem_bind_mw). */
+ * its MR; the bind itself is checked when it runs (iw_mem_bind_mw). A
+ * type 1 window is bound by iw_bind_mw only, a type 2 one by a posted
+ * WR only (verbs); a type 1 unbind (length 0) names no MR. */
 static int fill_bind_mw(struct iw_swqe *w, const struct iw_send_wr *wr)
 {
 	const struct iw_mw_bind_req *b = &wr->wr.bind_mw.bind_info;
+	const struct iw_mw *mw = wr->wr.bind_mw.mw;
+	bool verb = w->flags & IW_SEND_VERB_BIND;
 
-	if (!wr->wr.bind_mw.mw || !b->mr)
+	if (!mw || (mw->type == IW_MW_TYPE_1) != verb || (!b->mr && !(verb && !b->length)))
 		return EINVAL;
 	w->num_sge = 0;
 	w->bind_mw = (struct iw_mw_int *)wr->wr.bind_mw.mw;
 	iw_mem_hold(&w->bind_mw->win);
-	w->reg_mr = iw_mr_int(b->mr);
-	iw_mem_hold(w->reg_mr);
+	w->reg_mr = b->mr ? iw_mr_int(b->mr) : NULL;
+	if (w->reg_mr)
+		iw_mem_hold(w->reg_mr);
 	w->reg_key = wr->wr.bind_mw.rkey;
 	w->reg_access = (int)b->mw_access_flags;
 	w->reg_iova = b->addr;

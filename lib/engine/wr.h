@@ -38,6 +38,10 @@ static inline bool iw_wr_has(enum iw_wr_opcode op, unsigned f)
 int iw_rwqe_fill(struct iw_rwqe *w, struct iw_context *ctx, struct iw_pd *pd,
 		 const struct iw_recv_wr *wr, uint32_t max_sge);
 void iw_rwqe_release(struct iw_rwqe *w);
+/* A send flag only iw_bind_mw sets: the BIND_MW is a type 1 window's
+ * (iw_post_send refuses it, and refuses type 1 windows without it). */
+#define IW_SEND_VERB_BIND (1u << 31)
+
 /* Fill a send WQE from wr for qp. 0 or a positive errno. */
 int iw_swqe_fill(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *wr);
 void iw_swqe_release(struct iw_swqe *w);
