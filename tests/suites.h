@@ -24,5 +24,6 @@ Suite *suite_conn(void);
 Suite *suite_trace(void);
 Suite *suite_srq(void);
 Suite *suite_device(void);
+Suite *suite_poll_set(void);
 
 #endif

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * lib/engine/poll_set.c and the polling half of iw_poll_cq / iw_progress,
+ * on a context without a loop (the progress hook is the test's): which QPs
+ * a CQ and the context drive, a completion made by progress returned by
+ * the same iw_poll_cq, and the detach barrier that keeps pollers off a
+ * connection being freed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/poll_set.h"
+#include "engine/qp.h"
+#include "suites.h"
+
+struct ps_env {
+	struct iw_context *ctx;
+	struct iw_pd *pd;
+	struct iw_cq *a, *b;
+};
+
+/* What the test's progress hook saw and does. */
+static struct iw_qp *visited[8];
+static atomic_int nvisit;
+static struct iw_cq *push_to;         /* push one completion there */
+static atomic_bool inside, release_hook;
+
+static unsigned hook(struct iw_qp *qp)
+{
+	int i = atomic_fetch_add(&nvisit, 1);
+	if (i < 8)
+		visited[i] = qp;
+	if (push_to) {
+		struct iw_wc wc = {.wr_id = 77, .status = IW_WC_SUCCESS, .opcode = IW_WC_RECV};
+		ck_assert_int_eq(iw_cq_push(push_to, &wc, false), 0);
+		push_to = NULL;
+		return 1;
+	}
+	atomic_store(&inside, true);
+	while (!atomic_load(&release_hook))
+		;
+	return 0;
+}
+
+static void env_init(struct ps_env *e)
+{
+	e->ctx = iw_context_core_new();
+	ck_assert_ptr_nonnull(e->ctx);
+	e->ctx->poll_mode = true;
+	e->ctx->progress = hook;
+	e->pd = iw_alloc_pd(e->ctx);
+	e->a = iw_create_cq(e->ctx, 8, NULL, NULL, 0);
+	e->b = iw_create_cq(e->ctx, 8, NULL, NULL, 0);
+	ck_assert(e->pd && e->a && e->b);
+	atomic_store(&nvisit, 0);
+	atomic_store(&release_hook, true);
+	atomic_store(&inside, false);
+}
+
+static struct iw_qp *qp_new(struct ps_env *e, struct iw_cq *scq, struct iw_cq *rcq)
+{
+	struct iw_qp_init_attr qa = {.send_cq = scq, .recv_cq = rcq, .qp_type = IW_QPT_RC,
+				     .cap = {.max_send_wr = 4, .max_recv_wr = 4}};
+	struct iw_qp *qp = iw_create_qp(e->pd, &qa);
+	ck_assert_ptr_nonnull(qp);
+	return qp;
+}
+
+static void env_fini(struct ps_env *e)
+{
+	ck_assert_int_eq(iw_destroy_cq(e->a), 0);
+	ck_assert_int_eq(iw_destroy_cq(e->b), 0);
+	ck_assert_int_eq(iw_dealloc_pd(e->pd), 0);
+	iw_context_core_free(e->ctx);
+}
+
+static bool saw(struct iw_qp *qp)
+{
+	for (int i = 0; i < atomic_load(&nvisit) && i < 8; i++)
+		if (visited[i] == qp)
+			return true;
+	return false;
+}
+
+/* A CQ drives the QPs that complete into it, iw_progress every QP; a
+ * destroyed QP is driven no more. */
+START_TEST(test_membership)
+{
+	struct ps_env e;
+	env_init(&e);
+	struct iw_qp *q1 = qp_new(&e, e.a, e.b), *q2 = qp_new(&e, e.b, e.b);
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(e.a, 1, &wc), 0);
+	ck_assert_int_eq(atomic_load(&nvisit), 1);
+	ck_assert(saw(q1));
+	atomic_store(&nvisit, 0);
+	ck_assert_int_eq(iw_poll_cq(e.b, 1, &wc), 0);
+	ck_assert_int_eq(atomic_load(&nvisit), 2); /* q2 once though both its CQs are b */
+	ck_assert(saw(q1) && saw(q2));
+	atomic_store(&nvisit, 0);
+	ck_assert_int_eq(iw_progress(e.ctx), 0);
+	ck_assert_int_eq(atomic_load(&nvisit), 2);
+	ck_assert_int_eq(iw_destroy_qp(q1), 0);
+	atomic_store(&nvisit, 0);
+	ck_assert_int_eq(iw_poll_cq(e.a, 1, &wc), 0);
+	ck_assert_int_eq(iw_progress(e.ctx), 0);
+	ck_assert_int_eq(atomic_load(&nvisit), 1);
+	ck_assert(saw(q2));
+	/* Asking for nothing, or a context that does not poll: no visit. */
+	atomic_store(&nvisit, 0);
+	ck_assert_int_eq(iw_poll_cq(e.b, 0, &wc), 0);
+	e.ctx->poll_mode = false;
+	ck_assert_int_eq(iw_poll_cq(e.b, 1, &wc), 0);
+	ck_assert_int_eq(iw_progress(e.ctx), 0);
+	e.ctx->poll_mode = true;
+	ck_assert_int_eq(atomic_load(&nvisit), 0);
+	ck_assert_int_eq(iw_progress(NULL), -EINVAL);
+	ck_assert_int_eq(iw_destroy_qp(q2), 0);
+	env_fini(&e);
+}
+END_TEST
+
+/* What progress completed comes back from the same iw_poll_cq. */
+START_TEST(test_same_call)
+{
+	struct ps_env e;
+	env_init(&e);
+	struct iw_qp *q = qp_new(&e, e.a, e.a);
+	push_to = e.a;
+	struct iw_wc wc[2];
+	ck_assert_int_eq(iw_poll_cq(e.a, 2, wc), 1);
+	ck_assert_uint_eq(wc[0].wr_id, 77);
+	ck_assert_int_eq(iw_destroy_qp(q), 0);
+	env_fini(&e);
+}
+END_TEST
+
+struct detach_arg {
+	struct iw_qp *qp;
+	atomic_bool done;
+};
+
+static void *poll_main(void *arg)
+{
+	iw_progress(((struct iw_qp *)arg)->context);
+	return NULL;
+}
+
+static void *detach_main(void *arg)
+{
+	struct detach_arg *d = arg;
+	iw_qp_set_glue(d->qp, NULL, NULL);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+/* Detaching a connection waits for a poller inside the QP's sets: after
+ * it, nobody can still use the old glue. */
+START_TEST(test_detach_barrier)
+{
+	struct ps_env e;
+	env_init(&e);
+	struct iw_qp *q = qp_new(&e, e.a, e.b);
+	static int glue;
+	iw_qp_set_glue(q, &glue, NULL);
+	ck_assert_ptr_eq(iw_qp_glue(q), &glue);
+	atomic_store(&release_hook, false);
+	pthread_t p, d;
+	ck_assert_int_eq(pthread_create(&p, NULL, poll_main, q), 0);
+	while (!atomic_load(&inside))
+		;
+	struct detach_arg da = {.qp = q};
+	ck_assert_int_eq(pthread_create(&d, NULL, detach_main, &da), 0);
+	/* Give the detach every chance to return early (it must not). */
+	struct timespec ts = {0, 50 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	ck_assert_msg(!atomic_load(&da.done), "detached while a poller was inside");
+	atomic_store(&release_hook, true);
+	pthread_join(p, NULL);
+	pthread_join(d, NULL);
+	ck_assert(atomic_load(&da.done));
+	ck_assert_ptr_null(iw_qp_glue(q));
+	ck_assert_int_eq(iw_destroy_qp(q), 0);
+	env_fini(&e);
+}
+END_TEST
+
+Suite *suite_poll_set(void)
+{
+	Suite *s = suite_create("poll_set");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_membership);
+	tcase_add_test(tc, test_same_call);
+	tcase_add_test(tc, test_detach_barrier);
+	suite_add_tcase(s, tc);
+	return s;
+}
