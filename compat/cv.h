@@ -101,6 +101,11 @@ int cv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a
 int cv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 struct ibv_qp *cv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+struct ibv_mw *cv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int cv_dealloc_mw(struct ibv_mw *mw);
+int cv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* An IBV_WR_BIND_MW (type 2 window) into d's wr.bind_mw; 0 or an errno. */
+int cv_bind_wr(struct iw_send_wr *d, const struct ibv_send_wr *s);
 
 /* Equal values of libiwarp's and rdma-core's enums, checked at build time. */
 #define CV_SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " == " #b)

@@ -27,8 +27,8 @@ CV_SAME(IW_SEND_INLINE, IBV_SEND_INLINE);
 
 static int cv_send_wr(struct iw_send_wr *d, const struct ibv_send_wr *s)
 {
-	if (s->opcode > IBV_WR_SEND_WITH_INV || s->opcode == IBV_WR_BIND_MW)
-		return EINVAL; /* TSO, driver opcodes; memory windows */
+	if (s->opcode > IBV_WR_SEND_WITH_INV)
+		return EINVAL; /* TSO, driver opcodes */
 	d->wr_id = s->wr_id;
 	d->sg_list = (struct iw_sge *)s->sg_list;
 	d->num_sge = s->num_sge;
@@ -41,6 +41,8 @@ static int cv_send_wr(struct iw_send_wr *d, const struct ibv_send_wr *s)
 		d->wr.atomic.compare_add = s->wr.atomic.compare_add;
 		d->wr.atomic.swap = s->wr.atomic.swap;
 		d->wr.atomic.rkey = s->wr.atomic.rkey;
+	} else if (s->opcode == IBV_WR_BIND_MW) {
+		return cv_bind_wr(d, s);
 	} else {
 		d->wr.rdma.remote_addr = s->wr.rdma.remote_addr;
 		d->wr.rdma.rkey = s->wr.rdma.rkey;

@@ -41,7 +41,8 @@ CV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 int cv_access_to_iw(unsigned int access, int *out)
 {
 	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				   IBV_ACCESS_MW_BIND;
 
 	access &= ~(unsigned int)(IBV_ACCESS_OPTIONAL_RANGE | IBV_ACCESS_HUGETLB);
 	if (access & ~known)

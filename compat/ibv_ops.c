@@ -18,6 +18,9 @@ const struct verbs_context cv_ops_template = {
 			.post_send = cv_post_send,
 			.post_recv = cv_post_recv,
 			.post_srq_recv = cv_post_srq_recv,
+			.alloc_mw = cv_alloc_mw,
+			.dealloc_mw = cv_dealloc_mw,
+			.bind_mw = cv_bind_mw,
 		},
 	},
 };

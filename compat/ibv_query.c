@@ -29,12 +29,14 @@ static void cv_fill_device_attr(struct ibv_device_attr *a)
 	a->hw_ver = 0;
 	a->max_qp = CV_MANY;
 	a->max_qp_wr = CV_MAX_WR;
-	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD;
+	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B; /* ibv_mw.c */
 	a->max_sge = CV_MAX_SGE;
 	a->max_sge_rd = 1; /* an RDMA Read takes one SGE */
 	a->max_cq = CV_MANY;
 	a->max_cqe = CV_MAX_CQE;
 	a->max_mr = CV_MAX_STAGS;
+	a->max_mw = CV_MAX_STAGS; /* windows take STags from the same table */
 	a->max_pd = CV_MANY;
 	a->max_qp_rd_atom = CV_MAX_RD;
 	a->max_qp_init_rd_atom = CV_MAX_RD;
