@@ -28,6 +28,7 @@ struct cm_id {
 	struct iw_cm_id *iw;
 	struct cm_chan *chan;
 	int held;            /* events the application took and has not acked */
+	int resv_fd;         /* holds the port rdma_bind_addr chose (cm_port.c), or -1 */
 	int owns_cqs;        /* rdma_create_qp made id->send_cq and recv_cq */
 	struct cm_id *next;  /* the registry */
 };
@@ -60,6 +61,8 @@ void cm_sync_addrs(struct cm_id *id);
 struct cm_id *cm_id_new(struct cm_chan *ch, struct iw_cm_id *iw, void *context,
 			enum rdma_port_space ps);
 void cm_free_cqs(struct rdma_cm_id *rid);
+int cm_port_reserve(struct cm_id *id, struct sockaddr_storage *ss);
+void cm_port_release(struct cm_id *id);
 
 static inline struct cm_id *cm_of(struct rdma_cm_id *id)
 {

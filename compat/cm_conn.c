@@ -74,15 +74,29 @@ static void cm_iw_param(struct iw_conn_param *d, const struct rdma_conn_param *s
 	d->initiator_depth = cm_rd(s->initiator_depth);
 }
 
+/* How long a refused connection is dialled again. rdma_cm applications
+ * connect as soon as their peer has said it is about to listen (perftest
+ * 4.5's -R makes its second connection so, qperf 0.4.11 sends its port
+ * before rdma_listen), counting on address and route resolution to take
+ * long enough; here both are immediate, and a loaded peer often had not
+ * listened yet (UNREACHABLE, then perftest's broken retry crashed). */
+#define CM_REFUSED_RETRY_MS 2000
+
 CV_EXPORT int rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *param)
 {
 	struct iw_conn_param p;
+	struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_REFUSED_RETRY,
+				 .refused_retry_ms = CM_REFUSED_RETRY_MS};
 
 	if (!rid)
 		return cm_ret(EINVAL);
 	if (!rid->qp)
 		return cm_ret(EOPNOTSUPP); /* iWARP connects a QP: rdma_create_qp first */
 	cm_iw_param(&p, param);
+	cm_port_release(cm_of(rid)); /* libiwarp's socket binds it without SO_REUSEADDR */
+	int err = iw_cm_set_conn_opts(cm_of(rid)->iw, &o);
+	if (err)
+		return cm_ret(err);
 	return cm_ret(iw_cm_connect(cm_of(rid)->iw, &rid->route.addr.dst_addr, &p));
 }
 

@@ -16,6 +16,7 @@ struct cm_id *cm_id_new(struct cm_chan *ch, struct iw_cm_id *iw, void *context,
 		return NULL;
 	id->iw = iw;
 	id->chan = ch;
+	id->resv_fd = -1;
 	id->id = (struct rdma_cm_id){.verbs = cm_g.verbs, .channel = &ch->ch, .context = context,
 				     .ps = ps, .port_num = 1, .qp_type = IBV_QPT_RC};
 	return id;
@@ -76,6 +77,7 @@ CV_EXPORT int rdma_destroy_id(struct rdma_cm_id *rid)
 	pthread_mutex_unlock(&cm_g.lock);
 	if (held)
 		return cm_ret(EBUSY);
+	cm_port_release(id);
 	cv_orphan_qp(rid->qp); /* libiwarp's QP goes with the id */
 	int err = cm_iw_destroy(id);
 	if (err)
@@ -89,12 +91,20 @@ CV_EXPORT int rdma_bind_addr(struct rdma_cm_id *rid, struct sockaddr *addr)
 {
 	if (!rid || !addr)
 		return cm_ret(EINVAL);
+	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
+		return cm_ret(EAFNOSUPPORT);
 	struct cm_id *id = cm_of(rid);
-	int err = iw_cm_bind_addr(id->iw, addr);
-	if (err)
-		return cm_ret(err);
-	memcpy(&rid->route.addr.src_storage, addr,
+	struct sockaddr_storage ss = {0};
+	memcpy(&ss, addr,
 	       addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	int err = cm_port_reserve(id, &ss);
+	if (!err)
+		err = iw_cm_bind_addr(id->iw, (struct sockaddr *)&ss);
+	if (err) {
+		cm_port_release(id);
+		return cm_ret(err);
+	}
+	memcpy(&rid->route.addr.src_storage, &ss, sizeof(ss));
 	return 0;
 }
 
@@ -104,6 +114,7 @@ CV_EXPORT int rdma_listen(struct rdma_cm_id *rid, int backlog)
 		return cm_ret(EINVAL);
 	struct cm_id *id = cm_of(rid);
 	int err = iw_cm_listen(id->iw, backlog);
+	cm_port_release(id); /* the listener holds the port now (or failed) */
 	if (!err)
 		cm_sync_addrs(id);
 	return cm_ret(err);

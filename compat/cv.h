@@ -89,6 +89,7 @@ void cv_orphan_qp(struct ibv_qp *qp);
 extern const struct verbs_context cv_ops_template;
 int cv_errno_ptr(int err);
 void cv_qp_fill_cap(struct cv_qp *q, struct ibv_qp_cap *cap);
+int cv_rfc7306(void);
 void cv_cq_register(struct cv_context *c, struct cv_cq *cq, int add);
 struct ibv_cq *cv_cq_lookup(struct cv_context *c, struct iw_cq *iw);
 int cv_access_to_iw(unsigned int access, int *out);

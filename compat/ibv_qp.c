@@ -29,8 +29,14 @@ static int cv_iw_init_attr(struct iw_qp_init_attr *d, const struct ibv_qp_init_a
 			.max_inline_data = s->cap.max_inline_data},
 		.qp_type = IW_QPT_RC,
 		.sq_sig_all = s->sq_sig_all,
+		.create_flags = cv_rfc7306() ? IW_QP_CREATE_RFC7306 : 0,
 	};
-	if (s->srq && d->cap.max_recv_wr == 0)
+	/* Verbs allows a queue the application never posts to (qperf's
+	 * one-way tests: max_recv_wr 0 on the sender, max_send_wr 0 on the
+	 * receiver, and any QP on an SRQ); libiwarp's rings need one slot. */
+	if (d->cap.max_send_wr == 0)
+		d->cap.max_send_wr = 1;
+	if (d->cap.max_recv_wr == 0)
 		d->cap.max_recv_wr = 1;
 	return 0;
 }

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cv.h"
@@ -16,6 +17,21 @@
 #define CV_MAX_RD 128       /* iw_modify_qp: ORD, IRD */
 #define CV_MAX_STAGS 16777215 /* 2^24 - 1 STag indices */
 #define CV_MANY 65536       /* no fixed limit: memory is the limit */
+
+/* RFC 7306 (immediate data, atomics) on every QP when IWARP_RFC7306=1:
+ * only a peer that implements it too understands those messages (libiwarp
+ * does; siw and Chelsio do not), so it is off unless asked for. Off, such
+ * a work request fails to post with EINVAL. */
+int cv_rfc7306(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *e = getenv("IWARP_RFC7306");
+		v = e && strcmp(e, "1") == 0;
+	}
+	return v;
+}
 
 static void cv_fill_device_attr(struct ibv_device_attr *a)
 {
@@ -41,7 +57,7 @@ static void cv_fill_device_attr(struct ibv_device_attr *a)
 	a->max_qp_rd_atom = CV_MAX_RD;
 	a->max_qp_init_rd_atom = CV_MAX_RD;
 	a->max_res_rd_atom = CV_MAX_RD * CV_MANY;
-	a->atomic_cap = IBV_ATOMIC_NONE; /* RFC 7306 atomics: iw_ QPs only */
+	a->atomic_cap = cv_rfc7306() ? IBV_ATOMIC_HCA : IBV_ATOMIC_NONE;
 	a->max_srq = CV_MANY;
 	a->max_srq_wr = CV_MAX_WR;
 	a->max_srq_sge = CV_MAX_SGE;

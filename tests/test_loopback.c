@@ -2205,6 +2205,74 @@ START_TEST(test_cm_unreachable)
 }
 END_TEST
 
+/* A TCP port on 127.0.0.1, bound and not listening: connections to it
+ * are refused. */
+static int refusing_port(struct sockaddr_in *a)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	*a = (struct sockaddr_in){.sin_family = AF_INET};
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)a, sizeof(*a)), 0);
+	socklen_t al = sizeof(*a);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)a, &al), 0);
+	return fd;
+}
+
+static struct iw_cm_id *redial_id(struct lb_env *e, struct lb_conn *c, uint32_t ms)
+{
+	struct iw_cm_id *id;
+	ck_assert_int_eq(iw_cm_create_id(e->cli.cm, &id, NULL), 0);
+	struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_REFUSED_RETRY, .refused_retry_ms = ms};
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &o), 0);
+	conn_qp(c, &e->cli, id, NULL, NULL, NULL, NULL);
+	return id;
+}
+
+/* refused_retry_ms: a peer that listens only after our SYN was refused
+ * (perftest -R's second connection, qperf's data connection) is reached
+ * by a later dial; with nobody listening, UNREACHABLE comes once the
+ * window is spent, not before. */
+START_TEST(test_cm_refused_redial)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct sockaddr_in a;
+	int fd = refusing_port(&a);
+	struct lb_conn c = {0}, s = {0};
+	struct iw_cm_id *id = redial_id(&e, &c, 10000);
+	ck_assert_int_eq(iw_cm_connect(id, (struct sockaddr *)&a, NULL), 0);
+	struct timespec t = {0, 100 * 1000 * 1000};
+	nanosleep(&t, NULL); /* refused several times by now */
+	cm_none(e.cli.cm);
+	close(fd);
+	struct iw_cm_id *l;
+	ck_assert_int_eq(iw_cm_create_id(e.srv.cm, &l, NULL), 0);
+	ck_assert_int_eq(iw_cm_bind_addr(l, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(iw_cm_listen(l, 4), 0);
+	cm_expect(e.srv.cm, IW_CM_EVENT_CONNECT_REQUEST, &s.req);
+	ck_assert_ptr_eq(s.req.listen_id, l);
+	conn_qp(&s, &e.srv, s.req.id, NULL, NULL, NULL, NULL);
+	ck_assert_int_eq(iw_cm_accept(s.id, NULL), 0);
+	pair_established(&e, &c, &s);
+	conn_fini(&s);
+	conn_fini(&c);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+
+	fd = refusing_port(&a);
+	id = redial_id(&e, &c, 80);
+	int64_t t0 = now_ms();
+	ck_assert_int_eq(iw_cm_connect(id, (struct sockaddr *)&a, NULL), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_UNREACHABLE, &ev);
+	ck_assert_int_eq(ev.status, ECONNREFUSED);
+	ck_assert_int_ge(now_ms() - t0, 80 - 2 * IW_REFUSED_REDIAL_MS);
+	close(fd);
+	conn_fini(&c);
+	env_fini(&e);
+}
+END_TEST
+
 /* A plain TCP listener that accepts (the kernel does) and never answers
  * the MPA Request: CONNECT_ERROR(ETIMEDOUT) after opts.timeout_ms. */
 START_TEST(test_cm_mpa_timeout)
@@ -3121,6 +3189,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_cm_rejected);
 	tcase_add_test(tc, test_cm_set_context);
 	tcase_add_test(tc, test_cm_unreachable);
+	tcase_add_test(tc, test_cm_refused_redial);
 	tcase_add_test(tc, test_cm_mpa_timeout);
 	tcase_add_loop_test(tc, test_cm_private_data, 0, 4);
 	tcase_add_test(tc, test_cm_rev1);

@@ -246,6 +246,7 @@ int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
 #define IW_WAKE_COUNT_DEFAULT 6
 #define IW_DIRECT_MIN_DEFAULT 2048
 #define IW_MAX_PENDING_DEFAULT 1024
+#define IW_REFUSED_REDIAL_MS 10 /* iw_conn_opts.refused_retry_ms: between dials */
 
 /* Which fields of struct iw_conn_opts a call sets. */
 enum iw_conn_opts_mask {
@@ -257,6 +258,7 @@ enum iw_conn_opts_mask {
 	IW_CONN_OPTS_USER_TIMEOUT = 1 << 5, /* user_timeout_ms */
 	IW_CONN_OPTS_SNDBUF = 1 << 6,      /* sndbuf */
 	IW_CONN_OPTS_RCVBUF = 1 << 7,      /* rcvbuf */
+	IW_CONN_OPTS_REFUSED_RETRY = 1 << 8, /* refused_retry_ms */
 };
 
 /* A connection's tuning: what libiwarp otherwise fixes at the defaults
@@ -310,6 +312,14 @@ struct iw_conn_opts {
 	 * connections matches rcvbuf. */
 	uint32_t sndbuf;
 	uint32_t rcvbuf;
+	/* Initiator: when the peer's TCP refuses the connection (nobody
+	 * listens there yet), dial again every IW_REFUSED_REDIAL_MS until
+	 * this long after iw_cm_connect (and within its connect timeout),
+	 * then raise UNREACHABLE. For peers that announce a port and listen
+	 * on it a moment later (rdma_cm applications written against a CM
+	 * whose address resolution takes that moment). 0, the default:
+	 * UNREACHABLE at the first refusal. */
+	uint32_t refused_retry_ms;
 };
 
 /*

@@ -82,6 +82,7 @@ struct iw_conn_tune {
 	uint32_t keepalive_idle_s, keepalive_intvl_s, keepalive_cnt;
 	uint32_t user_timeout_ms; /* TCP_USER_TIMEOUT */
 	uint32_t sndbuf, rcvbuf;  /* SO_SNDBUF, SO_RCVBUF */
+	uint32_t refused_retry_ms; /* initiator: dial again after a refusal this long */
 };
 void iw_conn_tune_default(struct iw_conn_tune *t);
 /* Copy the fields of o named in o->comp_mask into t, after checking all of

@@ -19,7 +19,7 @@
 #define ALL_OPTS                                                                        \
 	(IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT | IW_CONN_OPTS_DIRECT_MIN |       \
 	 IW_CONN_OPTS_MAX_PENDING | IW_CONN_OPTS_KEEPALIVE | IW_CONN_OPTS_USER_TIMEOUT | \
-	 IW_CONN_OPTS_SNDBUF | IW_CONN_OPTS_RCVBUF)
+	 IW_CONN_OPTS_SNDBUF | IW_CONN_OPTS_RCVBUF | IW_CONN_OPTS_REFUSED_RETRY)
 
 void iw_conn_tune_default(struct iw_conn_tune *t)
 {
@@ -79,6 +79,8 @@ int iw_conn_tune_set(struct iw_conn_tune *t, const struct iw_conn_opts *o)
 		t->sndbuf = o->sndbuf;
 	if (m & IW_CONN_OPTS_RCVBUF)
 		t->rcvbuf = o->rcvbuf;
+	if (m & IW_CONN_OPTS_REFUSED_RETRY)
+		t->refused_retry_ms = o->refused_retry_ms;
 	return 0;
 }
 
@@ -97,5 +99,6 @@ void iw_conn_tune_get(const struct iw_conn_tune *t, struct iw_conn_opts *o)
 		.user_timeout_ms = t->user_timeout_ms,
 		.sndbuf = t->sndbuf,
 		.rcvbuf = t->rcvbuf,
+		.refused_retry_ms = t->refused_retry_ms,
 	};
 }

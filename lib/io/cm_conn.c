@@ -63,6 +63,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg);
 static void on_pause(evutil_socket_t fd, short what, void *arg);
 static void act(struct iw_cm_id_int *id, unsigned ev);
 static void loop_rx(struct iw_cm_id_int *id, bool wait);
+static void dial_failed(struct iw_cm_id_int *id, int err);
 
 /* ------------------------------------------------------------ plumbing */
 
@@ -200,6 +201,7 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 	free_event(&id->wr);
 	free_event(&id->tmo);
 	free_event(&id->pause);
+	free_event(&id->redial);
 	id->rd_on = false;
 	id->rd_paused = false;
 	id->tmo_at = UINT64_MAX;
@@ -689,7 +691,7 @@ static void connected(struct iw_cm_id_int *id)
 	socklen_t l = sizeof(err);
 	getsockopt(id->fd, SOL_SOCKET, SO_ERROR, &err, &l);
 	if (err) {
-		act(id, iw_conn_io_error(&id->conn, err));
+		dial_failed(id, err);
 		return;
 	}
 	uint32_t mss = live_mss(id->fd);
@@ -849,40 +851,82 @@ static int sock_bind(int fd, const struct sockaddr *la)
 						       : sizeof(struct sockaddr_in));
 }
 
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* A socket connecting to id->pub.peer_addr. 0 (a connect that fails at
+ * once is reported like a later failure), or an errno with no socket. */
+static int dial(struct iw_cm_id_int *id)
+{
+	const struct sockaddr *dst = (const struct sockaddr *)&id->pub.peer_addr;
+	int fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	id->fd = fd;
+	int rc = sock_setup(fd, &id->conn.tune) ? errno : ensure_events(id);
+	if (!rc && id->bound && sock_bind(fd, (const struct sockaddr *)&id->pub.local_addr))
+		rc = errno;
+	if (rc) {
+		close_fd(id, false);
+		return rc;
+	}
+	if (connect(fd, dst, sa_len(dst)) && errno != EINPROGRESS) {
+		dial_failed(id, errno);
+		return 0;
+	}
+	event_add(id->wr, NULL);
+	sync_events(id);
+	return 0;
+}
+
+static void on_redial(evutil_socket_t fd, short what, void *arg)
+{
+	struct iw_cm_id_int *id = arg;
+	(void)fd;
+	(void)what;
+	iw_ev_enter(id->pub.context);
+	free_event(&id->redial);
+	int rc = id->conn.state == IW_CONN_CONNECTING ? dial(id) : 0;
+	if (rc)
+		act(id, iw_conn_io_error(&id->conn, rc));
+	iw_ev_leave(id->pub.context);
+}
+
+/* The dial failed. A refusal within refused_retry_ms of iw_cm_connect
+ * closes the socket and dials again IW_REFUSED_REDIAL_MS later (the
+ * connect deadline still runs: the next dial re-arms its timer); anything
+ * else, or the window spent, fails the connection. */
+static void dial_failed(struct iw_cm_id_int *id, int err)
+{
+	uint64_t now = now_ms();
+	if (err == ECONNREFUSED &&
+	    now + IW_REFUSED_REDIAL_MS < id->dial_at + id->conn.tune.refused_retry_ms) {
+		close_fd(id, false);
+		struct timeval tv = {.tv_sec = 0, .tv_usec = IW_REFUSED_REDIAL_MS * 1000};
+		id->redial = evtimer_new(base_of(id), on_redial, id);
+		if (id->redial && evtimer_add(id->redial, &tv) == 0)
+			return;
+		free_event(&id->redial);
+	}
+	act(id, iw_conn_io_error(&id->conn, err));
+}
+
 int iw_cm_conn_connect(struct iw_cm_id_int *id, const struct sockaddr *dst)
 {
-	socklen_t dl = dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						   : sizeof(struct sockaddr_in);
 	/* Build the Request now so that bad options or private data fail
 	 * this call rather than a CONNECT_ERROR later. */
 	int rc = iw_conn_connect(&id->conn, id->qp, id->ird, id->ord, id->pd, id->pd_len,
 				 id->connect_timeout_ms);
 	if (rc)
 		return -rc;
-	int fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = errno;
+	memcpy(&id->pub.peer_addr, dst, sa_len(dst));
+	id->dial_at = now_ms();
+	rc = dial(id);
+	if (rc)
 		iw_conn_abort(&id->conn);
-		return rc;
-	}
-	id->fd = fd;
-	rc = sock_setup(fd, &id->conn.tune) ? errno : ensure_events(id);
-	if (!rc && id->bound && sock_bind(fd, (const struct sockaddr *)&id->pub.local_addr))
-		rc = errno;
-	if (rc) {
-		close_fd(id, false);
-		iw_conn_abort(&id->conn);
-		return rc;
-	}
-	memcpy(&id->pub.peer_addr, dst, dl);
-	if (connect(fd, dst, dl) && errno != EINPROGRESS) {
-		/* Reported as an event, like every other connect outcome. */
-		act(id, iw_conn_io_error(&id->conn, errno));
-		return 0;
-	}
-	event_add(id->wr, NULL);
-	sync_events(id);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------------ accept */

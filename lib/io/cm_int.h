@@ -47,6 +47,10 @@ struct iw_cm_id_int {
 	int fd;
 	struct event *rd, *wr, *tmo;
 	uint64_t tmo_at;
+	/* Initiator: when iw_cm_connect dialled, and the timer of the next
+	 * dial after a refusal (iw_conn_opts.refused_retry_ms). */
+	uint64_t dial_at;
+	struct event *redial;
 	bool rd_on;
 	struct iw_qp *qp;
 	bool own_qp;                /* created by iw_cm_create_qp */
