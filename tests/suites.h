@@ -25,5 +25,6 @@ Suite *suite_trace(void);
 Suite *suite_srq(void);
 Suite *suite_device(void);
 Suite *suite_poll_set(void);
+Suite *suite_alloc(void);
 
 #endif

@@ -70,6 +70,7 @@ enum iw_context_attr_mask {
 	IW_CONTEXT_ATTR_LOOP_NAME = 1 << 4,   /* loop_name is valid */
 	IW_CONTEXT_ATTR_CONN_OPTS = 1 << 5,   /* conn_opts is valid */
 	IW_CONTEXT_ATTR_FLAGS = 1 << 6,       /* flags is valid */
+	IW_CONTEXT_ATTR_ALLOC = 1 << 7,       /* alloc is valid */
 };
 
 /* iw_context_attr.flags. */
@@ -81,6 +82,29 @@ enum iw_context_flags {
 };
 
 struct iw_conn_opts; /* <iwarp/cm.h> */
+
+/* The allocator of a context (iw_context_attr.alloc): malloc(3),
+ * calloc(3), realloc(3) and free(3) with the application's pointer user.
+ * Every allocation the library makes for the context goes through it: the
+ * context itself, PDs, MRs and memory windows, CQs, QPs, SRQs, completion
+ * and CM event channels, CM ids and their events, the queues of a QP,
+ * posting (scatter/gather lists, inline data), receiving and transmitting
+ * (the receive buffer, the transmit queue), asynchronous events and the
+ * trace. Only libevent's own event structures use libevent's allocator
+ * (event_set_mem_functions). The functions may be called from any thread,
+ * the context's loop thread included, and must be thread-safe; a failure
+ * (NULL) is reported as ENOMEM by the call that needed the memory, a
+ * flushed or failed work completion, a CM event with a negative status, or
+ * (for an asynchronous event that cannot be queued) a count in
+ * the count of lost asynchronous events; it is never fatal. All four
+ * must be set. */
+struct iw_alloc_ops {
+	void *(*malloc)(void *user, size_t size);
+	void *(*calloc)(void *user, size_t num, size_t size);
+	void *(*realloc)(void *user, void *ptr, size_t size);
+	void (*free)(void *user, void *ptr);
+	void *user;
+};
 
 /* Default of iw_context_attr.rx_bounce_len. */
 #define IW_RX_BOUNCE_LEN_DEFAULT (64 * 1024)
@@ -134,6 +158,9 @@ struct iw_context_attr {
 	 * context's rather than a CQ's: a QP may complete into two CQs, and
 	 * one thread that polls either must be able to drive its socket. */
 	uint32_t flags;
+	/* IW_CONTEXT_ATTR_ALLOC: the allocator (copied; see struct
+	 * iw_alloc_ops). Without it: malloc(3) and friends. */
+	const struct iw_alloc_ops *alloc;
 };
 
 /*
@@ -164,7 +191,8 @@ struct iw_context_attr {
  *           no CPU this process may use; loop_name NULL, empty or longer
  *           than 15 characters; conn_opts NULL, or a field of it out
  *           of range (iw_cm_set_conn_opts); flags with a bit that is
- *           not an enum iw_context_flags.
+ *           not an enum iw_context_flags; IW_CONTEXT_ATTR_ALLOC with
+ *           alloc NULL or one of its four functions NULL.
  *   ENOENT  The trace file could not be created; any errno of fopen(3)
  *           (EACCES, EROFS, ...) is passed on the same way.
  *   ENOMEM  Out of memory, or the event base could not be created.

@@ -14,6 +14,7 @@
 
 #include "io/cm_int.h"
 #include "engine/context.h"
+#include "base/alloc.h"
 #include "io/ev.h"
 #include "engine/qp.h"
 #include "base/visibility.h"
@@ -61,14 +62,12 @@ IW_EXPORT struct iw_cm_channel *iw_cm_create_channel(struct iw_context *ctx)
 		errno = EINVAL;
 		return NULL;
 	}
-	struct iw_cm_channel_int *c = calloc(1, sizeof(*c));
-	if (!c) {
-		errno = ENOMEM;
+	struct iw_cm_channel_int *c = iw_calloc(ctx->alloc, 1, sizeof(*c));
+	if (!c)
 		return NULL;
-	}
 	int rc = iw_evq_init(&c->q);
 	if (rc) {
-		free(c);
+		iw_free(ctx->alloc, c);
 		errno = -rc;
 		return NULL;
 	}
@@ -86,7 +85,7 @@ IW_EXPORT int iw_cm_destroy_channel(struct iw_cm_channel *ch)
 		return EBUSY;
 	iw_cm_channel_drain(c);
 	iw_evq_cleanup(&c->q);
-	free(c);
+	iw_free(ch->context->alloc, c);
 	return 0;
 }
 

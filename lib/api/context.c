@@ -10,6 +10,7 @@
 
 #include "conn/conn.h"
 #include "engine/context.h"
+#include "base/alloc.h"
 #include "io/ev.h"
 #include "io/cm_int.h"
 #include "diag/trace.h"
@@ -17,18 +18,27 @@
 
 struct iw_context *iw_context_core_new(void)
 {
-	struct iw_context *ctx = calloc(1, sizeof(*ctx));
-	if (!ctx) {
-		errno = ENOMEM;
+	return iw_context_core_new_alloc(NULL);
+}
+
+struct iw_context *iw_context_core_new_alloc(const struct iw_alloc_ops *ops)
+{
+	struct iw_context *ctx = iw_calloc(ops, 1, sizeof(*ctx));
+	if (!ctx)
 		return NULL;
+	if (ops) {
+		ctx->alloc_ops = *ops;
+		ctx->alloc = &ctx->alloc_ops;
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	int rc = iw_mem_table_init(&ctx->mem);
+	ctx->mem.alloc = ctx->alloc;
 	if (rc == 0) {
 		rc = iw_evq_init(&ctx->async);
 		if (rc)
 			iw_mem_table_cleanup(&ctx->mem);
 	}
+	ctx->poll.alloc = ctx->alloc;
 	if (rc == 0 && iw_poll_set_init(&ctx->poll)) {
 		iw_async_cleanup(ctx);
 		iw_mem_table_cleanup(&ctx->mem);
@@ -36,7 +46,7 @@ struct iw_context *iw_context_core_new(void)
 	}
 	if (rc) {
 		pthread_mutex_destroy(&ctx->lock);
-		free(ctx);
+		iw_free(ops, ctx);
 		errno = -rc;
 		return NULL;
 	}
@@ -52,8 +62,11 @@ void iw_context_core_free(struct iw_context *ctx)
 	iw_poll_set_cleanup(&ctx->poll);
 	pthread_mutex_destroy(&ctx->lock);
 	iw_trace_free(ctx->trace, NULL);
-	free(ctx->conn_opts);
-	free(ctx);
+	/* The allocator lives in ctx: use a copy to free ctx itself. */
+	struct iw_alloc_ops ops = ctx->alloc_ops;
+	const struct iw_alloc_ops *a = ctx->alloc ? &ops : NULL;
+	iw_free(a, ctx->conn_opts);
+	iw_free(a, ctx);
 }
 
 /* The loop thread's options, checked before anything is created. Linux
@@ -89,7 +102,7 @@ static int conn_opts_take(struct iw_context *ctx, const struct iw_context_attr *
 	struct iw_conn_tune scratch;
 	if (!attr->conn_opts || iw_conn_tune_set(&scratch, attr->conn_opts))
 		return EINVAL;
-	ctx->conn_opts = malloc(sizeof(*ctx->conn_opts));
+	ctx->conn_opts = iw_malloc(ctx->alloc, sizeof(*ctx->conn_opts));
 	if (!ctx->conn_opts)
 		return ENOMEM;
 	*ctx->conn_opts = *attr->conn_opts;
@@ -104,11 +117,20 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		errno = rc;
 		return NULL;
 	}
-	struct iw_context *ctx = iw_context_core_new();
+	const struct iw_alloc_ops *ops = NULL;
+	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_ALLOC)) {
+		ops = attr->alloc;
+		if (!ops || !ops->malloc || !ops->calloc || !ops->realloc || !ops->free) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	struct iw_context *ctx = iw_context_core_new_alloc(ops);
 	if (!ctx)
 		return NULL;
 	struct iw_trace_opts to;
 	rc = iw_trace_opts_get(&to, attr);
+	to.alloc = ctx->alloc;
 	if (rc == 0 && to.path)
 		rc = iw_trace_new(&ctx->trace, &to);
 	if (rc) {

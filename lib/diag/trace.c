@@ -37,6 +37,7 @@
 #include "iwarp/wire.h"
 #include "diag/pcap_writer.h"
 #include "diag/trace.h"
+#include "base/alloc.h"
 
 #define REC_ALIGN 8u
 /* Per segment in the file: record header, Ethernet, IPv6, TCP + MSS option. */
@@ -108,6 +109,7 @@ struct iw_trace_conn {
 };
 
 struct iw_trace {
+	const struct iw_alloc_ops *alloc; /* the context's */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	pthread_t thread;
@@ -453,11 +455,11 @@ struct iw_trace_conn *iw_trace_conn_new(struct iw_trace *t, const struct sockadd
 {
 	if (!t || !local || !peer || local->sa_family != peer->sa_family || refusing(t))
 		return NULL;
-	struct iw_trace_conn *c = calloc(1, sizeof(*c));
+	struct iw_trace_conn *c = iw_calloc(t->alloc, 1, sizeof(*c));
 	if (!c)
 		return NULL;
 	if (!copy_addr(&c->local, local) || !copy_addr(&c->peer, peer)) {
-		free(c);
+		iw_free(t->alloc, c);
 		return NULL;
 	}
 	c->t = t;
@@ -466,7 +468,7 @@ struct iw_trace_conn *iw_trace_conn_new(struct iw_trace *t, const struct sockadd
 	pthread_mutex_lock(&t->lock);
 	if (other_end_traced(t, c)) {
 		pthread_mutex_unlock(&t->lock);
-		free(c);
+		iw_free(t->alloc, c);
 		return NULL;
 	}
 	c->isn_local = make_isn(t);
@@ -816,7 +818,7 @@ static void conn_finish(struct iw_trace *t, struct iw_trace_conn *c)
 			write_fin(t, c, me, c->end_ns);
 		}
 	}
-	free(c);
+	iw_free(t->alloc, c);
 }
 
 /* The oldest ended connection whose records are all written (lock held). */
@@ -909,9 +911,9 @@ static void free_mem(struct iw_trace *t)
 {
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
-	free(t->ring);
-	free(t->fbuf);
-	free(t);
+	iw_free(t->alloc, t->ring);
+	iw_free(t->alloc, t->fbuf);
+	iw_free(t->alloc, t);
 }
 
 static int open_file(struct iw_trace *t)
@@ -920,7 +922,7 @@ static int open_file(struct iw_trace *t)
 	if (!t->fp)
 		return errno;
 	/* Records go out in large writes; small ones wait for the idle flush. */
-	t->fbuf = malloc(FILE_BUF_BYTES);
+	t->fbuf = iw_malloc(t->alloc, FILE_BUF_BYTES);
 	if (t->fbuf)
 		setvbuf(t->fp, t->fbuf, _IOFBF, FILE_BUF_BYTES);
 	int rc = iw_pcapw_open(&t->w, t->fp, IW_PCAPW_NSEC, t->max_bytes);
@@ -941,9 +943,10 @@ int iw_trace_new(struct iw_trace **out, const struct iw_trace_opts *o)
 	uint64_t max = o->max_bytes ? o->max_bytes : IW_TRACE_DEFAULT_MAX;
 	if (!o->path || max < IW_TRACE_MIN_MAX)
 		return EINVAL;
-	struct iw_trace *t = calloc(1, sizeof(*t));
+	struct iw_trace *t = iw_calloc(o->alloc, 1, sizeof(*t));
 	if (!t)
 		return ENOMEM;
+	t->alloc = o->alloc;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	t->max_bytes = max;
@@ -951,7 +954,7 @@ int iw_trace_new(struct iw_trace **out, const struct iw_trace_opts *o)
 	t->cap = o->queue_bytes ? (o->queue_bytes + REC_ALIGN - 1) & ~(size_t)(REC_ALIGN - 1)
 				: IW_TRACE_QUEUE_BYTES;
 	t->ended_last = &t->ended;
-	t->ring = malloc(t->cap);
+	t->ring = iw_malloc(t->alloc, t->cap);
 	if (!t->ring) {
 		free_mem(t);
 		return ENOMEM;
@@ -1063,7 +1066,7 @@ void iw_trace_free(struct iw_trace *t, struct iw_trace_stats *out)
 	/* Connections the owner never ended: no FIN, just the memory. */
 	for (struct iw_trace_conn *c = t->live, *n; c; c = n) {
 		n = c->next;
-		free(c);
+		iw_free(t->alloc, c);
 	}
 	int rc = iw_pcapw_close(&t->w);
 	if (fclose(t->fp) && !rc)

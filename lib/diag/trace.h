@@ -37,6 +37,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "iwarp/verbs.h"
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -57,6 +59,7 @@ struct iw_trace_opts {
 	uint64_t max_bytes; /* file size cap; 0: IW_TRACE_DEFAULT_MAX */
 	size_t queue_bytes; /* 0: IW_TRACE_QUEUE_BYTES */
 	bool paused;        /* tests: the writer waits until iw_trace_free */
+	const struct iw_alloc_ops *alloc; /* the context's (NULL: libc's) */
 };
 
 /* The tracer options a context gets: pcap_path with IW_CONTEXT_ATTR_PCAP

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "engine/context.h"
+#include "base/alloc.h"
 #include "iwarp/wire.h"
 #include "base/visibility.h"
 
@@ -30,7 +31,8 @@ static struct iw_async_node *async_node(const struct iw_evq_node *n)
 
 static void node_free(struct iw_evq_node *n)
 {
-	free(async_node(n));
+	struct iw_async_node *a = async_node(n);
+	iw_free(a->alloc, a);
 }
 
 /* Only the QP error events (and LAST_WQE_REACHED, which repeats the QP's)
@@ -44,7 +46,7 @@ static bool carries_term(enum iw_event_type t)
 
 void iw_async_raise(struct iw_context *ctx, const struct iw_async_event *ev)
 {
-	struct iw_async_node *a = calloc(1, sizeof(*a));
+	struct iw_async_node *a = iw_calloc(ctx->alloc, 1, sizeof(*a));
 
 	/* Raisers are deep in the data path (a CQ push, a TERMINATE): they
 	 * cannot fail or wait, so a lost event is counted, not returned. */
@@ -52,6 +54,7 @@ void iw_async_raise(struct iw_context *ctx, const struct iw_async_event *ev)
 		atomic_fetch_add(&ctx->async_lost, 1);
 		return;
 	}
+	a->alloc = ctx->alloc;
 	a->ev = *ev;
 	if (!carries_term(ev->event_type)) {
 		a->ev.term = IW_TERM_NONE;

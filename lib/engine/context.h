@@ -21,6 +21,9 @@ struct iw_trace; /* trace.c */
 struct iw_qp;
 
 struct iw_context {
+	/* The application's allocator (NULL: libc's), a copy in alloc_ops. */
+	const struct iw_alloc_ops *alloc;
+	struct iw_alloc_ops alloc_ops;
 	pthread_mutex_t lock; /* object lists and numbering */
 	struct iw_mem_table mem;
 	struct iw_evq async;  /* struct iw_async_node entries */
@@ -47,6 +50,7 @@ struct iw_context {
  * verbs shape. */
 struct iw_async_node {
 	struct iw_evq_node node; /* first: node == &async_node */
+	const struct iw_alloc_ops *alloc; /* the context's, to free the node */
 	struct iw_async_event ev;
 };
 
@@ -66,6 +70,8 @@ void iw_async_cleanup(struct iw_context *ctx);
 /* A context without an event loop (tests, tools, fuzzers drive QPs by
  * hand). NULL with errno on failure. */
 struct iw_context *iw_context_core_new(void);
+/* The same with the application's allocator (NULL: libc's). */
+struct iw_context *iw_context_core_new_alloc(const struct iw_alloc_ops *ops);
 void iw_context_core_free(struct iw_context *ctx);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "engine/context.h"
 #include "engine/cq.h"
+#include "base/alloc.h"
 #include "base/visibility.h"
 
 static struct iw_comp_channel_int *chan_int(struct iw_comp_channel *ch)
@@ -46,12 +47,12 @@ IW_EXPORT struct iw_comp_channel *iw_create_comp_channel(struct iw_context *ctx)
 		errno = EINVAL;
 		return NULL;
 	}
-	ch = calloc(1, sizeof(*ch));
+	ch = iw_calloc(ctx->alloc, 1, sizeof(*ch));
 	if (!ch)
 		return NULL;
 	rc = iw_evq_init(&ch->q);
 	if (rc) {
-		free(ch);
+		iw_free(ctx->alloc, ch);
 		errno = -rc;
 		return NULL;
 	}
@@ -66,7 +67,8 @@ IW_EXPORT struct iw_comp_channel *iw_create_comp_channel(struct iw_context *ctx)
  * event was queued and left its memory for us to free. */
 static void cq_release(struct iw_evq_node *n)
 {
-	free(ev_cq(n));
+	struct iw_cq *cq = ev_cq(n);
+	iw_free(cq->context->alloc, cq);
 }
 
 IW_EXPORT int iw_destroy_comp_channel(struct iw_comp_channel *channel)
@@ -86,7 +88,7 @@ IW_EXPORT int iw_destroy_comp_channel(struct iw_comp_channel *channel)
 	/* With no CQ left, anything still queued is dead. */
 	iw_evq_drain(&ch->q, cq_release);
 	iw_evq_cleanup(&ch->q);
-	free(ch);
+	iw_free(ch->pub.context->alloc, ch);
 	return 0;
 }
 
@@ -145,20 +147,21 @@ IW_EXPORT struct iw_cq *iw_create_cq(struct iw_context *ctx, int cqe, void *cq_c
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = calloc(1, sizeof(*cq));
+	cq = iw_calloc(ctx->alloc, 1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	cq->ring = calloc((size_t)cqe, sizeof(*cq->ring));
+	cq->ring = iw_calloc(ctx->alloc, (size_t)cqe, sizeof(*cq->ring));
 	if (!cq->ring) {
-		free(cq);
+		iw_free(ctx->alloc, cq);
 		return NULL;
 	}
 	rc = pthread_mutex_init(&cq->lock, NULL);
 	if (!rc && (rc = iw_poll_set_init(&cq->poll)))
 		pthread_mutex_destroy(&cq->lock);
+	cq->poll.alloc = ctx->alloc;
 	if (rc) {
-		free(cq->ring);
-		free(cq);
+		iw_free(ctx->alloc, cq->ring);
+		iw_free(ctx->alloc, cq);
 		errno = rc;
 		return NULL;
 	}
@@ -182,7 +185,7 @@ static void cq_teardown(struct iw_cq *cq)
 	atomic_fetch_sub(&cq->context->num_objs, 1);
 	pthread_mutex_destroy(&cq->lock);
 	iw_poll_set_cleanup(&cq->poll);
-	free(cq->ring);
+	iw_free(cq->context->alloc, cq->ring);
 	cq->ring = NULL;
 }
 
@@ -205,7 +208,7 @@ static int destroy_on_channel(struct iw_cq *cq)
 	deferred = iw_evq_kill_locked(&ch->q, &cq->ev);
 	pthread_mutex_unlock(&ch->q.lock);
 	if (!deferred)
-		free(cq);
+		iw_free(cq->context->alloc, cq);
 	return 0;
 }
 
@@ -219,7 +222,7 @@ IW_EXPORT int iw_destroy_cq(struct iw_cq *cq)
 		return destroy_on_channel(cq);
 	iw_async_forget(cq->context, cq);
 	cq_teardown(cq);
-	free(cq);
+	iw_free(cq->context->alloc, cq);
 	return 0;
 }
 
@@ -264,7 +267,7 @@ IW_EXPORT int iw_resize_cq(struct iw_cq *cq, int cqe)
 
 	if (!cq || cqe < 1 || cqe > IW_CQ_MAX_CQE)
 		return EINVAL;
-	ring = calloc((size_t)cqe, sizeof(*ring));
+	ring = iw_calloc(cq->context->alloc, (size_t)cqe, sizeof(*ring));
 	if (!ring)
 		return ENOMEM;
 	pthread_mutex_lock(&cq->lock);
@@ -273,7 +276,7 @@ IW_EXPORT int iw_resize_cq(struct iw_cq *cq, int cqe)
 	else
 		ring_swap(cq, &ring, (uint32_t)cqe);
 	pthread_mutex_unlock(&cq->lock);
-	free(ring); /* the old ring, or the new one if refused */
+	iw_free(cq->context->alloc, ring); /* the old ring, or the new one if refused */
 	return rc;
 }
 

@@ -118,6 +118,7 @@
 #include "engine/context.h"
 #include "iwarp/wire.h"
 #include "engine/mem.h"
+#include "base/alloc.h"
 #include "base/visibility.h"
 
 #define ACCESS_ALL \
@@ -285,11 +286,11 @@ void iw_mem_table_cleanup(struct iw_mem_table *t)
 		struct iw_stag_slot *ch = atomic_load(&t->chunk[c]);
 
 		for (uint32_t i = 0; ch && i < chunk_len(c); i++)
-			free(atomic_load(&ch[i].mr));
-		free(ch);
+			iw_free(t->alloc, atomic_load(&ch[i].mr));
+		iw_free(t->alloc, ch);
 		atomic_store(&t->chunk[c], NULL);
 	}
-	free(t->free_idx);
+	iw_free(t->alloc, t->free_idx);
 	t->free_idx = NULL;
 	t->num_slots = t->num_free = 0;
 	memset(&t->rng, 0, sizeof(t->rng));
@@ -307,11 +308,11 @@ static int grow(struct iw_mem_table *t)
 
 	if (c >= IW_STAG_CHUNKS)
 		return -ENOMEM; /* all 2^24 - 1 STag indices exist */
-	fr = realloc(t->free_idx, (t->num_slots + n) * sizeof(*fr));
+	fr = iw_realloc(t->alloc, t->free_idx, (t->num_slots + n) * sizeof(*fr));
 	if (!fr)
 		return -ENOMEM;
 	t->free_idx = fr;
-	ch = calloc(n, sizeof(*ch));
+	ch = iw_calloc(t->alloc, n, sizeof(*ch));
 	if (!ch)
 		return -ENOMEM;
 	for (uint32_t i = base ? base : 1; i < base + n; i++)
@@ -749,9 +750,9 @@ int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_
 
 /* A zeroed object of size n if the arguments were ok, else NULL with
  * errno EINVAL (or ENOMEM). */
-static void *obj_new(bool args_ok, size_t n)
+static void *obj_new(const struct iw_context *ctx, bool args_ok, size_t n)
 {
-	void *p = args_ok ? calloc(1, n) : NULL;
+	void *p = args_ok ? iw_calloc(ctx->alloc, 1, n) : NULL;
 
 	if (!p)
 		errno = args_ok ? ENOMEM : EINVAL;
@@ -861,7 +862,11 @@ IW_EXPORT struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type)
 	struct iw_mem_table *t;
 	int ret;
 
-	mw = obj_new(pd && (type == IW_MW_TYPE_1 || type == IW_MW_TYPE_2), sizeof(*mw));
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = obj_new(pd->context, type == IW_MW_TYPE_1 || type == IW_MW_TYPE_2, sizeof(*mw));
 	if (!mw)
 		return NULL;
 	mw->win.pub.context = mw->pub.context = pd->context;
@@ -874,7 +879,7 @@ IW_EXPORT struct iw_mw *iw_alloc_mw(struct iw_pd *pd, enum iw_mw_type type)
 	ret = slot_insert(t, &mw->win, false);
 	pthread_mutex_unlock(&t->lock);
 	if (ret < 0) {
-		free(mw);
+		iw_free(t->alloc, mw);
 		errno = -ret;
 		return NULL;
 	}
@@ -895,7 +900,7 @@ IW_EXPORT int iw_dealloc_mw(struct iw_mw *pub)
 	if (ret)
 		return ret;
 	atomic_fetch_sub(&pub->pd->use, 1);
-	free(mw);
+	iw_free(pub->context->alloc, mw);
 	return 0;
 }
 
@@ -903,7 +908,11 @@ IW_EXPORT int iw_dealloc_mw(struct iw_mw *pub)
 
 IW_EXPORT struct iw_pd *iw_alloc_pd(struct iw_context *ctx)
 {
-	struct iw_pd *pd = obj_new(ctx != NULL, sizeof(*pd));
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct iw_pd *pd = obj_new(ctx, true, sizeof(*pd));
 
 	if (!pd)
 		return NULL;
@@ -921,13 +930,13 @@ IW_EXPORT int iw_dealloc_pd(struct iw_pd *pd)
 	if (atomic_load(&pd->use) > 0)
 		return EBUSY;
 	atomic_fetch_sub(&pd->context->num_objs, 1);
-	free(pd);
+	iw_free(pd->context->alloc, pd);
 	return 0;
 }
 
 static struct iw_mr_int *mr_alloc(struct iw_pd *pd)
 {
-	struct iw_mr_int *mr = calloc(1, sizeof(*mr));
+	struct iw_mr_int *mr = iw_calloc(pd->context->alloc, 1, sizeof(*mr));
 
 	if (!mr) {
 		errno = ENOMEM;
@@ -949,7 +958,7 @@ static struct iw_mr *mr_publish(struct iw_pd *pd, struct iw_mr_int *mr, bool val
 	ret = slot_insert(t, mr, valid);
 	pthread_mutex_unlock(&t->lock);
 	if (ret < 0) {
-		free(mr);
+		iw_free(t->alloc, mr);
 		errno = -ret;
 		return NULL;
 	}
@@ -1047,6 +1056,6 @@ IW_EXPORT int iw_dereg_mr(struct iw_mr *pub)
 	if (ret)
 		return ret;
 	atomic_fetch_sub(&pub->pd->use, 1);
-	free(pub);
+	iw_free(pub->context->alloc, pub);
 	return 0;
 }

@@ -96,6 +96,7 @@ struct iw_stag_slot {
 
 /* The per-context STag table. */
 struct iw_mem_table {
+	const struct iw_alloc_ops *alloc; /* the context's (set before init) */
 	pthread_mutex_t lock;      /* writers: (de)registration, invalidation */
 	struct iw_stag_slot *_Atomic chunk[IW_STAG_CHUNKS];
 	uint32_t num_slots;        /* indices covered by the chunks (lock) */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "engine/poll_set.h"
+#include "base/alloc.h"
 #include "engine/context.h"
 #include "engine/cq.h"
 #include "engine/qp.h"
@@ -26,14 +27,14 @@ int iw_poll_set_init(struct iw_poll_set *s)
 void iw_poll_set_cleanup(struct iw_poll_set *s)
 {
 	pthread_rwlock_destroy(&s->lock);
-	free(s->qps);
+	iw_free(s->alloc, s->qps);
 	s->qps = NULL;
 }
 
 static int grow(struct iw_poll_set *s)
 {
 	uint32_t cap = s->cap ? s->cap * 2 : 4;
-	struct iw_qp **q = realloc(s->qps, cap * sizeof(*q));
+	struct iw_qp **q = iw_realloc(s->alloc, s->qps, cap * sizeof(*q));
 	if (!q)
 		return ENOMEM;
 	s->qps = q;

@@ -20,6 +20,7 @@
 struct iw_qp;
 
 struct iw_poll_set {
+	const struct iw_alloc_ops *alloc; /* the context's (set after init) */
 	pthread_rwlock_t lock;
 	struct iw_qp **qps;
 	uint32_t n, cap;

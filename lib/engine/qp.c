@@ -10,6 +10,7 @@
 #include "engine/context.h"
 #include "engine/cq.h"
 #include "engine/qp.h"
+#include "base/alloc.h"
 #include "engine/srq.h"
 #include "base/visibility.h"
 #include "engine/wr.h"
@@ -69,16 +70,17 @@ static uint32_t ring_size(uint32_t n)
 static int qp_alloc_rings(struct iw_qp *qp)
 {
 	qp->sq_size = ring_size(qp->cap.max_send_wr);
-	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
-	if (!qp->sq || iw_wqe_sges_alloc(&qp->sq_sges, qp->sq_size, qp->cap.max_send_sge))
+	const struct iw_alloc_ops *a = qp->context->alloc;
+	qp->sq = iw_calloc(a, qp->sq_size, sizeof(*qp->sq));
+	if (!qp->sq || iw_wqe_sges_alloc(&qp->sq_sges, a, qp->sq_size, qp->cap.max_send_sge))
 		return ENOMEM;
 	for (uint32_t i = 0; i < qp->sq_size; i++)
 		iw_wqe_sges_slice(&qp->sq_sges, i, qp->cap.max_send_sge, &qp->sq[i].sge,
 				  &qp->sq[i].sge_ptr, &qp->sq[i].sge_mr);
 	if (!qp->srq) {
 		qp->rq_size = ring_size(qp->cap.max_recv_wr);
-		qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
-		if (!qp->rq || iw_wqe_sges_alloc(&qp->rq_sges, qp->rq_size, qp->cap.max_recv_sge))
+		qp->rq = iw_calloc(a, qp->rq_size, sizeof(*qp->rq));
+		if (!qp->rq || iw_wqe_sges_alloc(&qp->rq_sges, a, qp->rq_size, qp->cap.max_recv_sge))
 			return ENOMEM;
 		for (uint32_t i = 0; i < qp->rq_size; i++)
 			iw_wqe_sges_slice(&qp->rq_sges, i, qp->cap.max_recv_sge, &qp->rq[i].sge,
@@ -91,14 +93,15 @@ static int qp_alloc_rings(struct iw_qp *qp)
 
 static void qp_free(struct iw_qp *qp)
 {
-	free(qp->sq);
-	free(qp->rq);
+	const struct iw_alloc_ops *a = qp->context->alloc;
+	iw_free(a, qp->sq);
+	iw_free(a, qp->rq);
 	iw_wqe_sges_free(&qp->sq_sges);
 	iw_wqe_sges_free(&qp->rq_sges);
-	free(qp->orq);
-	free(qp->irq);
-	free(qp->txq);
-	free(qp);
+	iw_free(a, qp->orq);
+	iw_free(a, qp->irq);
+	iw_free(a, qp->txq);
+	iw_free(a, qp);
 }
 
 IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr)
@@ -108,7 +111,7 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 		errno = EINVAL;
 		return NULL;
 	}
-	struct iw_qp *qp = calloc(1, sizeof(*qp));
+	struct iw_qp *qp = iw_calloc(pd->context->alloc, 1, sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
 		return NULL;
@@ -328,7 +331,7 @@ static void complete_swqe(struct iw_qp *qp, struct iw_swqe *w)
 	};
 	/* MR references go before the completion is visible: an application
 	 * that polled it may deregister the memory at once. */
-	iw_swqe_release(w);
+	iw_swqe_release(w, qp->context->alloc);
 	if (report)
 		iw_cq_push(qp->send_cq, &wc, false);
 }
@@ -614,14 +617,14 @@ static void size_rd_queues(struct iw_qp *qp)
 {
 	uint32_t n = ring_size(qp->conn.ird ? qp->conn.ird : 1);
 	if (qp->irq_size < n) {
-		free(qp->irq);
-		qp->irq = calloc(n, sizeof(*qp->irq));
+		iw_free(qp->context->alloc, qp->irq);
+		qp->irq = iw_calloc(qp->context->alloc, n, sizeof(*qp->irq));
 		qp->irq_size = qp->irq ? n : 0;
 	}
 	n = ring_size(qp->conn.ord ? qp->conn.ord : 1);
 	if (qp->orq_size < n) {
-		free(qp->orq);
-		qp->orq = calloc(n, sizeof(*qp->orq));
+		iw_free(qp->context->alloc, qp->orq);
+		qp->orq = iw_calloc(qp->context->alloc, n, sizeof(*qp->orq));
 		qp->orq_size = qp->orq ? n : 0;
 	}
 	if (qp->conn.ird > qp->irq_size)

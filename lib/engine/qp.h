@@ -91,11 +91,13 @@ struct iw_rwqe_buf {
 
 /* The SGE storage behind a ring of n WQEs of max_sge SGEs each. */
 struct iw_wqe_sges {
+	const struct iw_alloc_ops *alloc; /* the context's, from alloc */
 	struct iw_sge *sge;
 	uint8_t **ptr;
 	struct iw_mr_int **mr;
 };
-int iw_wqe_sges_alloc(struct iw_wqe_sges *st, uint32_t n, uint32_t max_sge);
+int iw_wqe_sges_alloc(struct iw_wqe_sges *st, const struct iw_alloc_ops *a, uint32_t n,
+		      uint32_t max_sge);
 void iw_wqe_sges_free(struct iw_wqe_sges *st);
 /* The slice of st that WQE i of a ring owns (send and receive WQEs alike). */
 void iw_wqe_sges_slice(const struct iw_wqe_sges *st, uint32_t i, uint32_t max_sge,

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/context.h"
 #include "engine/qp.h"
+#include "base/alloc.h"
 #include "engine/qp_txq.h"
 #include "wire/mpa_tx.h"
 
@@ -31,7 +33,7 @@ void iw_txq_reset(struct iw_txq *q)
 struct iw_txq *iw_txq_get(struct iw_qp *qp)
 {
 	if (!qp->txq) {
-		qp->txq = malloc(sizeof(*qp->txq));
+		qp->txq = iw_malloc(qp->context->alloc, sizeof(*qp->txq));
 		if (qp->txq)
 			iw_txq_reset(qp->txq);
 	}
@@ -142,7 +144,7 @@ void iw_txq_mark(struct iw_qp *qp, uint32_t sq_idx, bool sq, struct iw_mr_int *p
 
 void iw_txq_free(struct iw_qp *qp)
 {
-	free(qp->txq);
+	iw_free(qp->context->alloc, qp->txq);
 	qp->txq = NULL;
 }
 

@@ -19,6 +19,7 @@
 
 #include "engine/context.h"
 #include "engine/srq.h"
+#include "base/alloc.h"
 #include "base/visibility.h"
 #include "engine/wr.h"
 
@@ -28,11 +29,12 @@ struct srq_ring {
 	struct iw_wqe_sges sges;
 };
 
-static int ring_alloc(struct srq_ring *r, uint32_t n, uint32_t max_sge)
+static int ring_alloc(struct srq_ring *r, const struct iw_alloc_ops *a, uint32_t n,
+		      uint32_t max_sge)
 {
-	r->ring = calloc(n, sizeof(*r->ring));
-	if (!r->ring || iw_wqe_sges_alloc(&r->sges, n, max_sge)) {
-		free(r->ring);
+	r->ring = iw_calloc(a, n, sizeof(*r->ring));
+	if (!r->ring || iw_wqe_sges_alloc(&r->sges, a, n, max_sge)) {
+		iw_free(a, r->ring);
 		r->ring = NULL;
 		return ENOMEM;
 	}
@@ -45,7 +47,7 @@ static int ring_alloc(struct srq_ring *r, uint32_t n, uint32_t max_sge)
 static void ring_free(struct srq_ring *r)
 {
 	iw_wqe_sges_free(&r->sges);
-	free(r->ring);
+	iw_free(r->sges.alloc, r->ring);
 }
 
 static bool attr_ok(const struct iw_srq_attr *a)
@@ -62,9 +64,10 @@ IW_EXPORT struct iw_srq *iw_create_srq(struct iw_pd *pd, struct iw_srq_init_attr
 		errno = EINVAL;
 		return NULL;
 	}
-	struct iw_srq *srq = calloc(1, sizeof(*srq));
-	if (!srq || ring_alloc(&r, attr->attr.max_wr, attr->attr.max_sge)) {
-		free(srq);
+	const struct iw_alloc_ops *a = pd->context->alloc;
+	struct iw_srq *srq = iw_calloc(a, 1, sizeof(*srq));
+	if (!srq || ring_alloc(&r, a, attr->attr.max_wr, attr->attr.max_sge)) {
+		iw_free(a, srq);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -141,7 +144,7 @@ IW_EXPORT int iw_modify_srq(struct iw_srq *srq, struct iw_srq_attr *attr, int at
 	if (attr_mask & IW_SRQ_MAX_WR) {
 		if (attr->max_wr == 0 || attr->max_wr > IW_MAX_SRQ_WR)
 			return EINVAL;
-		if (ring_alloc(&r, attr->max_wr, srq->max_sge))
+		if (ring_alloc(&r, srq->context->alloc, attr->max_wr, srq->max_sge))
 			return ENOMEM;
 		rp = &r;
 	}
@@ -178,8 +181,8 @@ IW_EXPORT int iw_destroy_srq(struct iw_srq *srq)
 	iw_async_forget(srq->context, srq);
 	pthread_mutex_destroy(&srq->lock);
 	iw_wqe_sges_free(&srq->sges);
-	free(srq->ring);
-	free(srq);
+	iw_free(srq->context->alloc, srq->ring);
+	iw_free(srq->context->alloc, srq);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/context.h"
 #include "engine/wr.h"
+#include "base/alloc.h"
 
 static void put_refs(struct iw_mr_int **mr, uint32_t n)
 {
@@ -92,7 +93,7 @@ static int fill_inline(struct iw_swqe *w, const struct iw_qp *qp)
 	uint64_t len = sge_total(w->sge, w->num_sge);
 	if (len > qp->cap.max_inline_data)
 		return EINVAL;
-	w->inline_buf = malloc(len ? len : 1);
+	w->inline_buf = iw_malloc(qp->context->alloc, len ? len : 1);
 	if (!w->inline_buf)
 		return ENOMEM;
 	uint64_t off = 0;
@@ -240,7 +241,7 @@ int iw_swqe_fill(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *w
 	return fill_by_opcode(w, qp, wr);
 }
 
-void iw_swqe_release(struct iw_swqe *w)
+void iw_swqe_release(struct iw_swqe *w, const struct iw_alloc_ops *a)
 {
 	if (w->reg_mr) {
 		iw_mem_put(w->reg_mr);
@@ -251,7 +252,7 @@ void iw_swqe_release(struct iw_swqe *w)
 		w->bind_mw = NULL;
 	}
 	if (w->inline_buf) {
-		free(w->inline_buf);
+		iw_free(a, w->inline_buf);
 		w->inline_buf = NULL;
 		w->num_sge = 0;
 	}
@@ -322,12 +323,14 @@ int iw_swqe_gather(const struct iw_swqe *w, uint64_t off, uint64_t n, struct iov
 
 /* ------------------------------------------------------------ SGE storage */
 
-int iw_wqe_sges_alloc(struct iw_wqe_sges *st, uint32_t n, uint32_t max_sge)
+int iw_wqe_sges_alloc(struct iw_wqe_sges *st, const struct iw_alloc_ops *a, uint32_t n,
+		      uint32_t max_sge)
 {
 	size_t k = (size_t)n * max_sge;
-	st->sge = calloc(k, sizeof(*st->sge));
-	st->ptr = calloc(k, sizeof(*st->ptr));
-	st->mr = calloc(k, sizeof(*st->mr));
+	st->alloc = a;
+	st->sge = iw_calloc(a, k, sizeof(*st->sge));
+	st->ptr = iw_calloc(a, k, sizeof(*st->ptr));
+	st->mr = iw_calloc(a, k, sizeof(*st->mr));
 	if (!st->sge || !st->ptr || !st->mr) {
 		iw_wqe_sges_free(st);
 		return ENOMEM;
@@ -337,9 +340,9 @@ int iw_wqe_sges_alloc(struct iw_wqe_sges *st, uint32_t n, uint32_t max_sge)
 
 void iw_wqe_sges_free(struct iw_wqe_sges *st)
 {
-	free(st->sge);
-	free(st->ptr);
-	free(st->mr);
+	iw_free(st->alloc, st->sge);
+	iw_free(st->alloc, st->ptr);
+	iw_free(st->alloc, st->mr);
 	st->sge = NULL;
 	st->ptr = NULL;
 	st->mr = NULL;

@@ -44,7 +44,7 @@ void iw_rwqe_release(struct iw_rwqe *w);
 
 /* Fill a send WQE from wr for qp. 0 or a positive errno. */
 int iw_swqe_fill(struct iw_swqe *w, struct iw_qp *qp, const struct iw_send_wr *wr);
-void iw_swqe_release(struct iw_swqe *w);
+void iw_swqe_release(struct iw_swqe *w, const struct iw_alloc_ops *a);
 /* Copy (or scatter) n payload octets at message offset off of a receive
  * WQE: returns octets placed (less than n only past the WQE's end). */
 uint64_t iw_rwqe_scatter(struct iw_rwqe *w, uint64_t off, const uint8_t *src, uint64_t n);

@@ -817,7 +817,7 @@ int iw_cm_conn_listen(struct iw_cm_id_int *id)
 	const struct sockaddr *a = (const struct sockaddr *)&id->pub.local_addr;
 	socklen_t al = a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						 : sizeof(struct sockaddr_in);
-	if (!id->lcount && !(id->lcount = iw_cm_lcount_new()))
+	if (!id->lcount && !(id->lcount = iw_cm_lcount_new(id->pub.context->alloc)))
 		return ENOMEM;
 	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/context.h"
+#include "base/alloc.h"
 #include "io/cm_int.h"
 #include "io/ev.h"
 
@@ -17,6 +18,7 @@
 
 struct cm_event {
 	struct iw_evq_node node; /* first */
+	const struct iw_alloc_ops *alloc; /* the context's, to free it */
 	struct iw_cm_event pub;
 	struct iw_cm_id_int *owner; /* id whose unacked count this holds */
 	uint8_t pd[IW_MPA_PD_MAX];
@@ -25,9 +27,15 @@ struct cm_event {
 struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
 				    int status)
 {
-	struct cm_event *e = calloc(1, sizeof(*e));
-	if (!e)
-		return NULL;
+	const struct iw_alloc_ops *a = id->pub.context->alloc;
+	struct cm_event *e = iw_calloc(a, 1, sizeof(*e));
+	if (!e) {
+		e = atomic_exchange(&id->spare, NULL);
+		if (!e)
+			return NULL;
+		memset(e, 0, sizeof(*e));
+	}
+	e->alloc = a;
 	e->pub.event = type;
 	e->pub.id = &id->pub;
 	e->pub.status = status;
@@ -73,7 +81,8 @@ void iw_cm_raise(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status
 /* Events of destroyed ids are skipped and freed by the pop. */
 static void free_dead(struct iw_evq_node *n)
 {
-	free(n);
+	struct cm_event *e = (struct cm_event *)n;
+	iw_free(e->alloc, e);
 }
 
 int iw_cm_event_take(struct iw_cm_channel_int *c, struct iw_cm_event **out)
@@ -91,8 +100,12 @@ int iw_cm_event_take(struct iw_cm_channel_int *c, struct iw_cm_event **out)
 void iw_cm_event_done(struct iw_cm_event *event)
 {
 	struct cm_event *e = (struct cm_event *)((char *)event - offsetof(struct cm_event, pub));
-	atomic_fetch_sub(&e->owner->unacked, 1);
-	free(e);
+	struct iw_cm_id_int *owner = e->owner;
+	void *none = NULL;
+	/* Refill the spare before the count drops: after it the id may go. */
+	if (!atomic_compare_exchange_strong(&owner->spare, &none, e))
+		iw_free(e->alloc, e);
+	atomic_fetch_sub(&owner->unacked, 1);
 }
 
 void iw_cm_channel_drain(struct iw_cm_channel_int *c)
@@ -118,9 +131,16 @@ void iw_cm_want_work(struct iw_cm_id_int *id)
 
 struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context)
 {
-	struct iw_cm_id_int *id = calloc(1, sizeof(*id));
+	const struct iw_alloc_ops *a = ch->pub.context->alloc;
+	struct iw_cm_id_int *id = iw_calloc(a, 1, sizeof(*id));
 	if (!id)
 		return NULL;
+	void *spare = iw_calloc(a, 1, sizeof(struct cm_event));
+	if (!spare) {
+		iw_free(a, id);
+		return NULL;
+	}
+	atomic_init(&id->spare, spare);
 	id->pub.context = ch->pub.context;
 	id->pub.channel = &ch->pub;
 	id->pub.user_context = user_context;
@@ -176,10 +196,11 @@ void iw_cm_child_unlink(struct iw_cm_id_int *id)
 	id->listener = id->child_prev = id->child_next = NULL;
 }
 
-struct iw_cm_lcount *iw_cm_lcount_new(void)
+struct iw_cm_lcount *iw_cm_lcount_new(const struct iw_alloc_ops *a)
 {
-	struct iw_cm_lcount *lc = calloc(1, sizeof(*lc));
+	struct iw_cm_lcount *lc = iw_calloc(a, 1, sizeof(*lc));
 	if (lc) {
+		lc->alloc = a;
 		atomic_init(&lc->bad_stag, 0);
 		lc->refs = 1;
 	}
@@ -196,7 +217,7 @@ struct iw_cm_lcount *iw_cm_lcount_get(struct iw_cm_lcount *lc)
 void iw_cm_lcount_put(struct iw_cm_lcount *lc)
 {
 	if (lc && --lc->refs == 0)
-		free(lc);
+		iw_free(lc->alloc, lc);
 }
 
 /* A listener going away: CONNECT_REQUESTs still queued stop naming it. */
@@ -223,6 +244,7 @@ void iw_cm_id_release(struct iw_cm_id_int *id)
 	iw_ev_ids_add(id->pub.context, -1);
 	pthread_mutex_destroy(&id->txlock);
 	pthread_mutex_destroy(&id->rxlock);
-	free(id);
+	iw_free(id->pub.context->alloc, atomic_load(&id->spare));
+	iw_free(id->pub.context->alloc, id);
 }
 

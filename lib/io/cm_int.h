@@ -32,6 +32,7 @@ struct iw_cm_channel_int {
  * until the last of them is gone, so a connection may outlive its
  * listener. Taken and dropped on the loop thread. */
 struct iw_cm_lcount {
+	const struct iw_alloc_ops *alloc;
 	atomic_ulong bad_stag;
 	int refs;
 };
@@ -59,6 +60,11 @@ struct iw_cm_id_int {
 	uint8_t pd[IW_MPA_PD_MAX];  /* connect's or accept's private data */
 	uint16_t pd_len;
 	atomic_int unacked;         /* events handed out and not acked */
+	/* One event's memory held back for when allocating an event fails
+	 * (the loop cannot wait for memory, and an event lost is a connection
+	 * the application never hears of again): taken by iw_cm_event_new,
+	 * refilled by the next event the application acks. */
+	void *_Atomic spare;
 	struct iw_ev_work work;      /* loop work this id asked for */
 	pthread_mutex_t txlock;
 	atomic_int tx_req;
@@ -104,7 +110,7 @@ void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id);
 void iw_cm_child_unlink(struct iw_cm_id_int *id);
 /* A listener's STag count: a new one (NULL: out of memory), one more
  * reference, one fewer (NULL-safe; freed with the last). */
-struct iw_cm_lcount *iw_cm_lcount_new(void);
+struct iw_cm_lcount *iw_cm_lcount_new(const struct iw_alloc_ops *a);
 struct iw_cm_lcount *iw_cm_lcount_get(struct iw_cm_lcount *lc);
 void iw_cm_lcount_put(struct iw_cm_lcount *lc);
 /* Queue an event on id's channel; the helper fills the fields it knows. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/context.h"
+#include "base/alloc.h"
 #include "io/ev.h"
 
 struct iw_ev_cmd {
@@ -21,6 +22,7 @@ struct iw_ev_cmd {
 };
 
 struct iw_ev {
+	const struct iw_alloc_ops *alloc; /* the context's */
 	struct event_base *base;
 	bool own;              /* base and thread are ours */
 	pthread_t thread;
@@ -257,20 +259,21 @@ static void ev_free(struct iw_ev *ev)
 	pthread_mutex_destroy(&ev->big);
 	pthread_mutex_destroy(&ev->qlock);
 	pthread_cond_destroy(&ev->qcond);
-	free(ev->bounce);
-	free(ev);
+	iw_free(ev->alloc, ev->bounce);
+	iw_free(ev->alloc, ev);
 }
 
 int iw_ev_init(struct iw_context *ctx, struct event_base *base, size_t bounce_len,
 	       const struct iw_ev_thread_opts *t)
 {
-	struct iw_ev *ev = calloc(1, sizeof(*ev));
+	struct iw_ev *ev = iw_calloc(ctx->alloc, 1, sizeof(*ev));
 	if (!ev)
 		return ENOMEM;
+	ev->alloc = ctx->alloc;
 	ev->bounce_len = bounce_len;
-	ev->bounce = malloc(bounce_len);
+	ev->bounce = iw_malloc(ctx->alloc, bounce_len);
 	if (!ev->bounce) {
-		free(ev);
+		iw_free(ctx->alloc, ev);
 		return ENOMEM;
 	}
 	pthread_mutex_init(&ev->big, NULL);
