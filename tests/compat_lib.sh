@@ -58,6 +58,36 @@ wait_listen() {
 	return 1
 }
 
+# run_pair SLOG CLOG SERVER-CMD... -- CLIENT-CMD...: the server gets -p
+# PORT (a free one) and writes SLOG; the client gets -p PORT 127.0.0.1,
+# writes CLOG and has PAIR_TIMEOUT seconds (60). Sets crc and src, the
+# two exit statuses (3 when nothing listened; a client that gave up has
+# its server killed, which would otherwise wait for ever).
+run_pair() {
+	slog=$1 clog=$2
+	shift 2
+	port=$(free_port)
+	srv=""
+	while [ "$1" != "--" ]; do
+		srv="$srv $1"
+		shift
+	done
+	shift
+	crc=3 src=3
+	# shellcheck disable=SC2086
+	$srv -p "$port" >"$slog" 2>&1 &
+	spid=$!
+	if ! wait_listen "$port"; then
+		kill -9 $spid 2>/dev/null
+		return
+	fi
+	timeout "${PAIR_TIMEOUT:-60}" "$@" -p "$port" 127.0.0.1 >"$clog" 2>&1
+	crc=$?
+	[ $crc -ne 0 ] && kill $spid 2>/dev/null
+	wait_pid $spid 30
+	src=$?
+}
+
 # Wait (limit $2 s) for background PID $1; kill it when it overruns.
 # Returns its exit status (124 after a kill).
 wait_pid() {

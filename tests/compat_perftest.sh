@@ -24,32 +24,13 @@ SLOG=$B/compat_perftest_s.log
 CLOG=$B/compat_perftest_c.log
 fail=0
 
-# attempt SIZE SERVER-CMD... -- CLIENT-CMD...: one server and one client;
-# sets crc and src (exit statuses) and ok.
+# attempt SIZE SERVER-CMD... -- CLIENT-CMD...: one server and one client
+# (run_pair); sets ok when both exit 0 and the client printed SIZE's row.
 attempt() {
 	size=$1
 	shift
-	port=$(free_port)
-	srv=""
-	while [ "$1" != "--" ]; do
-		srv="$srv $1"
-		shift
-	done
-	shift
-	# shellcheck disable=SC2086
-	$srv -p "$port" >"$SLOG" 2>&1 &
-	spid=$!
-	crc=3 src=3 ok=0
-	if ! wait_listen "$port"; then
-		kill -9 $spid 2>/dev/null
-		return
-	fi
-	timeout 60 "$@" -p "$port" 127.0.0.1 >"$CLOG" 2>&1
-	crc=$?
-	# A client that gave up leaves its server waiting for ever.
-	[ $crc -ne 0 ] && kill $spid 2>/dev/null
-	wait_pid $spid 30
-	src=$?
+	ok=0
+	run_pair "$SLOG" "$CLOG" "$@"
 	[ $crc -eq 0 ] && [ $src -eq 0 ] && grep -Eq "^ *$size +[0-9]" "$CLOG" && ok=1
 }
 
