@@ -12,7 +12,7 @@
  * Covered: creating the context; creating PDs, MRs, windows, channels,
  * CQs, QPs, SRQs and CM ids; connection setup over 127.0.0.1 (listener,
  * connect, accept, both contexts on the failing allocator); posting and
- * receiving SENDs (inline and not) and an RDMA WRITE. FA_DEBUG=1 in the
+ * receiving SENDs (inline and not), an RDMA WRITE and an RDMA READ. FA_DEBUG=1 in the
  * environment prints where each refused allocation was asked for.
  */
 #include <arpa/inet.h>
@@ -302,7 +302,7 @@ static bool cm_next(struct iw_cm_channel *ch, enum iw_cm_event_type *type, int *
 	}
 }
 
-#define NUM_SEND 3
+#define NUM_SEND 4
 #define NUM_RECV 2
 
 /* One side of the pair. */
@@ -335,7 +335,7 @@ static void side_init(struct side *s, struct iw_context *ctx)
 	s->pd = iw_alloc_pd(ctx);
 	s->cq = iw_create_cq(ctx, 64, NULL, NULL, 0);
 	s->mr = iw_reg_mr(s->pd, s->buf, sizeof(s->buf),
-			  IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
+			  IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ);
 	ck_assert_ptr_nonnull(s->mr);
 }
 
@@ -404,8 +404,8 @@ static void post_sends(struct side *s, uint32_t rkey, uint64_t raddr)
 				  *bad;
 		if (i == 1)
 			wr.send_flags |= IW_SEND_INLINE;
-		if (i == 2) {
-			wr.opcode = IW_WR_RDMA_WRITE;
+		if (i >= 2) {
+			wr.opcode = i == 2 ? IW_WR_RDMA_WRITE : IW_WR_RDMA_READ;
 			wr.wr.rdma.rkey = rkey;
 			wr.wr.rdma.remote_addr = raddr;
 		}
@@ -476,8 +476,16 @@ static void conn_round(struct fa *f, struct side *cli, struct side *srv, struct 
 		post_sends(cli, srv->mr->rkey, (uintptr_t)srv->buf + 128);
 		int sends = cli->posted[0] + cli->posted[1];
 		int recvs = srv->posted[NUM_SEND] + srv->posted[NUM_SEND + 1];
-		side_reap(cli, sends + cli->posted[2], true);
+		int want = sends + cli->posted[2] + cli->posted[3];
+		side_reap(cli, want, true);
 		side_reap(srv, sends < recvs ? sends : recvs, true);
+		/* On a live connection no WR may wait for ever: each completes,
+		 * in error if a refusal broke something. */
+		int got = 0;
+		for (int i = 0; i < NUM_SEND; i++)
+			got += cli->done[i];
+		ck_assert_msg(got == want, "N=%ld: %d of %d send WRs completed within %d ms", n,
+			      got, want, WAIT_MS);
 	}
 	rc = 0;
 out:

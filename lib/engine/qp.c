@@ -611,26 +611,30 @@ unsigned iw_qp_take_events(struct iw_qp *qp)
  * Each direction's FPDU stream starts at offset 0 right after the MPA
  * frames, and every untagged queue's MSN starts at 1 (RFC 5041). */
 /* Size the ORQ and IRQ for the negotiated ORD and IRD (both empty now).
- * Out of memory leaves the depth at 0: Reads then wait (ORD) or are
- * refused with a TERMINATE (IRD) instead of overrunning anything. */
-static void size_rd_queues(struct iw_qp *qp)
+ * Out of memory leaves the depth at 0 and returns false: the caller takes
+ * the QP to ERR, as a Read posted with no ORQ would wait for ever. */
+static bool size_rd_queues(struct iw_qp *qp)
 {
+	bool ok = true;
 	uint32_t n = ring_size(qp->conn.ird ? qp->conn.ird : 1);
 	if (qp->irq_size < n) {
 		iw_free(qp->context->alloc, qp->irq);
 		qp->irq = iw_calloc(qp->context->alloc, n, sizeof(*qp->irq));
 		qp->irq_size = qp->irq ? n : 0;
+		ok = qp->irq != NULL;
 	}
 	n = ring_size(qp->conn.ord ? qp->conn.ord : 1);
 	if (qp->orq_size < n) {
 		iw_free(qp->context->alloc, qp->orq);
 		qp->orq = iw_calloc(qp->context->alloc, n, sizeof(*qp->orq));
 		qp->orq_size = qp->orq ? n : 0;
+		ok = ok && qp->orq != NULL;
 	}
 	if (qp->conn.ird > qp->irq_size)
 		qp->conn.ird = (uint16_t)qp->irq_size;
 	if (qp->conn.ord > qp->orq_size)
 		qp->conn.ord = (uint16_t)qp->orq_size;
+	return ok;
 }
 
 #ifdef IW_FUZZING
@@ -649,7 +653,7 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 		qp->conn.ird = IW_MAX_ORD_IRD;
 	if (qp->conn.ord > IW_MAX_ORD_IRD)
 		qp->conn.ord = IW_MAX_ORD_IRD;
-	size_rd_queues(qp);
+	bool rd_ok = size_rd_queues(qp);
 	qp->connected = true;
 	qp->terminated = false;
 	qp->fault_crc_nth = 0; /* a fault is armed per connection */
@@ -663,5 +667,14 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 	if (!c->p2p)
 		qp->events |= IW_QPE_ESTABLISHED;
 	qp->events |= IW_QPE_TX;
+	if (!rd_ok) {
+		/* Connected but unable to hold its Reads: ERR (flushing
+		 * anything posted), and the application is told why. */
+		iw_qp_set_error_locked(qp);
+		struct iw_async_event ev = {.event_type = IW_EVENT_QP_FATAL,
+					    .term = IW_TERM_NONE};
+		ev.element.qp = qp;
+		iw_async_raise(qp->context, &ev);
+	}
 	iw_qp_unlock(qp);
 }
