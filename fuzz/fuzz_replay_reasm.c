@@ -15,8 +15,10 @@
  *   5..6  captured payload octets (big-endian, at most 4095)
  *   7     octets lost to the snapshot length (cut off after the payload)
  *
- * Every octet's value is a function of its sequence number, so that where
- * no segment conflicts, what is delivered can be checked.
+ * Every octet's value is a function of its sequence number (a pseudo-random
+ * pattern of period 2^20, so that runs of it are copied and compared whole,
+ * not octet by octet), so that where no segment conflicts, what is delivered
+ * can be checked.
  *
  * Asserted: deliveries and gaps tile the stream from position 0 without
  * overlap or hole, each reported once, in order; the statistics add up
@@ -39,24 +41,49 @@ struct check {
 	bool conflicts;     /* some segment carried other octets */
 };
 
-static uint8_t octet_at(uint32_t seq)
+/* The octet at sequence number s is pattern[s % PERIOD]; the table runs on
+ * past PERIOD by one segment so that any segment is one copy. PERIOD divides
+ * 2^32: the pattern stays continuous where sequence numbers wrap. */
+#define PERIOD (1u << 20)
+static uint8_t pattern[PERIOD + PAYLOAD_MAX];
+
+FUZZ_HARNESS static void pattern_init(void)
 {
-	return (uint8_t)(seq * 131u + (seq >> 8) * 7u + (seq >> 16));
+	static bool done;
+	uint32_t x = 0x12345678u;
+
+	if (done)
+		return;
+	done = true;
+	for (uint32_t i = 0; i < PERIOD; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		pattern[i] = (uint8_t)x;
+	}
+	memcpy(pattern + PERIOD, pattern, PAYLOAD_MAX);
 }
 
-static void on_deliver(void *ctx, const struct rp_chunk *c)
+FUZZ_HARNESS static const uint8_t *pattern_at(uint32_t seq)
+{
+	return pattern + (seq & (PERIOD - 1));
+}
+
+FUZZ_HARNESS static void on_deliver(void *ctx, const struct rp_chunk *c)
 {
 	struct check *k = ctx;
 
 	CHECK(c->len > 0);
 	CHECK(c->rel == k->next);
-	if (!k->conflicts)
-		for (size_t i = 0; i < c->len; i++)
-			CHECK(c->data[i] == octet_at(rp_reasm_seq(k->r, c->rel + i)));
+	for (size_t i = 0; !k->conflicts && i < c->len; i += PAYLOAD_MAX) {
+		size_t n = c->len - i < PAYLOAD_MAX ? c->len - i : PAYLOAD_MAX;
+
+		CHECK(!memcmp(c->data + i, pattern_at(rp_reasm_seq(k->r, c->rel + i)), n));
+	}
 	k->next += c->len;
 }
 
-static void on_gap(void *ctx, uint64_t from, uint64_t to, uint64_t frame)
+FUZZ_HARNESS static void on_gap(void *ctx, uint64_t from, uint64_t to, uint64_t frame)
 {
 	struct check *k = ctx;
 
@@ -68,7 +95,7 @@ static void on_gap(void *ctx, uint64_t from, uint64_t to, uint64_t frame)
 
 static const struct rp_reasm_ops ops = {on_deliver, on_gap};
 
-static uint32_t be(const uint8_t *p, int n)
+FUZZ_HARNESS static uint32_t be(const uint8_t *p, int n)
 {
 	uint32_t v = 0;
 
@@ -77,7 +104,7 @@ static uint32_t be(const uint8_t *p, int n)
 	return v;
 }
 
-static void segment(struct rp_reasm *r, struct check *k, uint32_t seq, const uint8_t *op,
+FUZZ_HARNESS static void segment(struct rp_reasm *r, struct check *k, uint32_t seq, const uint8_t *op,
 		    uint64_t frame)
 {
 	static uint8_t buf[PAYLOAD_MAX];
@@ -86,19 +113,21 @@ static void segment(struct rp_reasm *r, struct check *k, uint32_t seq, const uin
 	struct rp_pkt p = {.frame = frame, .seq = seq, .payload = buf, .len = len,
 			   .missing = op[7]};
 
-	for (uint32_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)(octet_at(seq + i) ^ (conflict ? 0x5A : 0));
+	memcpy(buf, pattern_at(seq), len);
+	for (uint32_t i = 0; conflict && i < len; i++)
+		buf[i] ^= 0x5A;
 	if (conflict && len)
 		k->conflicts = true;
 	rp_reasm_segment(r, &p);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+FUZZ_HARNESS int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct rp_reasm r;
 	struct check k = {.r = &r};
 	uint32_t cursor = 0x12345678u;
 
+	pattern_init();
 	rp_reasm_init(&r, &ops, &k);
 	for (size_t at = 0; at + OP_LEN <= size; at += OP_LEN) {
 		const uint8_t *op = data + at;

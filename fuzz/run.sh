@@ -1,14 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# usage: fuzz/run.sh [SECONDS]     (from the build directory; `make fuzz-run`)
+# usage: fuzz/run.sh [SECONDS]     (from the build directory; `make fuzz-run`,
+#                                  `make fuzz-long`)
 #
 # Runs every libFuzzer target that `make fuzz` built for SECONDS each
-# (default 60), seeded from the vector files (fuzz_qp_rx also from the
-# conversations fuzz/seed_qp.py writes against its memory layout; the
-# replay and pcap targets from fuzz/seed_replay.py's captures). Corpora,
-# logs and crash artifacts go to fuzz/ under the build directory: they are
-# build output.
+# (default 60), starting from the minimized corpus committed in the tree
+# (fuzz/corpus/TARGET/, see fuzz/minimize.sh) plus seeds from the vector
+# files (fuzz_qp_rx also from the conversations fuzz/seed_qp.py writes
+# against its memory layout; the replay and pcap targets from
+# fuzz/seed_replay.py's captures). Corpora, logs and crash artifacts go to
+# fuzz/ under the build directory: they are build output.
+# Ends with a table (executions, exec/s, coverage per target) and one line
+# naming the failed targets, each failure's ERROR/SUMMARY lines repeated
+# below it: CI shows only the tail of the output.
 # Exits non-zero if a target crashed or could not run.
 set -u
 
@@ -43,29 +48,79 @@ python3 "$srcdir/fuzz/seed_replay.py" fuzz ||
 
 python3 "$srcdir/fuzz/seed_conn.py" fuzz || echo "run.sh: warning: fuzz_conn got no seeds" >&2
 
+# libFuzzer's entropic schedule keeps a list of the rarest features, and
+# searches it for every feature of every execution; the list is only cut
+# back to its 100 entries once its most frequent one was seen more than this
+# threshold (default 255) times. Targets that reach thousands of features
+# at a few thousand executions a second spent two thirds of their time in
+# that search (perf: InputCorpus::UpdateFeatureFrequency); at 2 the list
+# stays short and fuzz_qp_rx runs 3x the executions per CPU second, with
+# the same coverage.
+FUZZ_FLAGS=${FUZZ_FLAGS:--entropic_feature_frequency_threshold=2}
+
 status=0
+failed=
+table=
 for t in $targets; do
 	bin=fuzz/$t
 	if [ ! -x "$bin" ]; then
 		echo "run.sh: $bin missing (run 'make fuzz' first)" >&2
 		status=1
+		failed="$failed $t"
+		table="$table$(printf '%-22s %s' "$t" 'not built')
+"
 		continue
 	fi
 	mkdir -p "fuzz/corpus-$t" "fuzz/artifacts-$t"
+	# The committed corpus (cp: a read-only source tree stays untouched).
+	if [ -d "$srcdir/fuzz/corpus/$t" ]; then
+		cp "$srcdir/fuzz/corpus/$t"/* "fuzz/corpus-$t/" 2>/dev/null
+		chmod u+w "fuzz/corpus-$t"/* 2>/dev/null
+	fi
 	log=fuzz/$t.log
 	echo "== $t: ${secs}s, corpus fuzz/corpus-$t, log $log"
+	# shellcheck disable=SC2086 # FUZZ_FLAGS is a list of options
 	"$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-		-artifact_prefix="fuzz/artifacts-$t/" "fuzz/corpus-$t" >"$log" 2>&1
+		$FUZZ_FLAGS -artifact_prefix="fuzz/artifacts-$t/" "fuzz/corpus-$t" >"$log" 2>&1
 	rc=$?
 	# The last status line carries the coverage reached and the run count.
-	grep -E '^#[0-9]+' "$log" | tail -n 1
+	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
+	echo "$last"
 	grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log"
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+	cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p')
 	if [ $rc -ne 0 ]; then
 		echo "== $t: FAILED (exit $rc); see $log"
 		grep -E 'ERROR|SUMMARY|Test unit written' "$log" | head -n 5
 		status=1
+		failed="$failed $t"
+		res=FAILED
 	else
 		echo "== $t: ok"
+		res=ok
 	fi
+	table="$table$(printf '%-22s %12s %9s %6s %7s  %s' "$t" "${runs:-?}" "${rate:-?}" \
+		${cov:-? ?} "$res")
+"
 done
+
+# The table and verdict, also kept in fuzz/summary.txt (make fuzz-long
+# prints it again after the coverage report).
+{
+	echo
+	echo "== summary: ${secs}s per target (load average:" \
+		"$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
+	printf '%-22s %12s %9s %6s %7s  %s\n' target executions exec/s cov ft result
+	printf '%s' "$table"
+	for t in $failed; do
+		echo "-- $t (fuzz/$t.log):"
+		grep -E 'ERROR|SUMMARY|Test unit written' "fuzz/$t.log" 2>/dev/null | head -n 5
+	done
+	if [ -n "$failed" ]; then
+		echo "run.sh: FAILED:$failed"
+	else
+		echo "run.sh: all targets ok"
+	fi
+} | tee fuzz/summary.txt
 exit $status
