@@ -38,6 +38,8 @@ struct cf_opts {
 	const char *listen;       /* Group 2: [ADDR:]PORT the peer connects to */
 	const char *client_cmd;   /* Group 2: shell command started per case */
 	unsigned accept_ms;       /* Group 2: how long to wait for the peer to connect */
+	const char *server_cmd;   /* restarts the peer's server when a connect is refused */
+	bool server_each;         /* ... and before each case that connects to it */
 	bool verbose;
 };
 
@@ -95,6 +97,14 @@ struct cf_conn {
 };
 
 int cf_connect(struct cf_conn *k, struct cf_ctx *c);
+/* --server-cmd (server.c): run it for a refused connect; 0 if it exited 0.
+ * cf_server_restarts counts the runs. */
+int cf_server_restart(struct cf_ctx *c);
+unsigned cf_server_restarts(void);
+/* --server-each: run --server-cmd before a Group 1, 3 or 4 case. */
+void cf_server_fresh(struct cf_ctx *c);
+/* The peer's port: HOST PORT, or the last "port N" --server-cmd printed. */
+const char *cf_server_port(const struct cf_opts *o);
 /* Reset k for a new connection; after the socket exists: Nagle off, capture. */
 void cf_conn_init(struct cf_conn *k, struct cf_ctx *c);
 void cf_conn_opened(struct cf_conn *k);

@@ -334,8 +334,10 @@ static const struct g2 a[] = {
 	{GO, .needs_enh = true, .ird = V(1), .ord = V(1)},
 	{GO, .needs_enh = true, .ird = V(32), .ord = V(32)},
 	{GO, .needs_enh = true, .ird = V(128), .ord = V(128)},
-	{GO, .needs_enh = true, .ird = V(IW_MPA_IRD_ORD_MAX), .ord = V(IW_MPA_IRD_ORD_MAX),
-	 .ord_over = true},
+	/* 0x3FFF means "no IRD/ORD negotiation" to Intel's drivers but is a
+	 * plain depth to siw, above its IRD: proceed, or TERMINATE 0x06. */
+	{.want = W_PROCEED_OR_TERM, .term = IW_TERM_LLP_IRD, .needs_enh = true,
+	 .ird = V(IW_MPA_IRD_ORD_MAX), .ord = V(IW_MPA_IRD_ORD_MAX), .ord_over = true},
 	{GO, .rev = V(1)},
 	{GO, .no_enhanced = true},
 	{GO, .pd_len = V(255)},
@@ -371,7 +373,7 @@ const struct cf_case cf_group2[] = {
 	{"2.9", "Reply IRD/ORD 1/1", "RFC 6581 7.1", run, &a[8]},
 	{"2.10", "Reply IRD 32, ORD 32 up to the peer's IRD", "RFC 6581 7.1", run, &a[9]},
 	{"2.11", "Reply IRD 128, ORD 128 up to the peer's IRD", "RFC 6581 7.1", run, &a[10]},
-	{"2.12", "Reply IRD/ORD 0x3FFF (no negotiation)", "RFC 6581 7.1", run, &a[11]},
+	{"2.12", "Reply IRD/ORD 0x3FFF: raise or TERMINATE 0x06", "RFC 6581 7.1", run, &a[11]},
 	{"2.13", "rev 1 Reply to a rev 2 Request", "RFC 6581 5", run, &a[12]},
 	{"2.14", "rev 2 Reply without the RFC 6581 block", "RFC 6581 5", run, &a[13]},
 	{"2.15", "Reply with PD_Length 255", "RFC 5044 7.1.3", run, &a[14]},

@@ -36,6 +36,10 @@ static void usage(FILE *f)
 		"  --size=N           the peer's rping buffer size, iwarp-ping -S (default 65536)\n"
 		"  --json=F --markdown=F --junit=F   write those reports\n"
 		"  --pcap-dir=DIR     write each case's exchange to DIR/case-ID.pcap\n"
+		"  --server-cmd=CMD   when a connect to the peer is refused, run CMD (sh -c,\n"
+		"                     $IWARP_CONFORM_CASE set) to restart its server, then\n"
+		"                     connect once more; the case before it is told\n"
+		"  --server-each      run --server-cmd before every Group 1, 3, 4 case too\n"
 		"Group 2 (the peer connects to us, one connection per case):\n"
 		"  --listen=[ADDR:]PORT  listen there (port 0: the kernel picks; printed)\n"
 		"  --client-cmd=CMD   start CMD (sh -c) before each Group 2 case, stop it after;\n"
@@ -57,6 +61,8 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 		{"pcap-dir", required_argument, NULL, 'P'}, {"listen", required_argument, NULL, 'L'},
 		{"client-cmd", required_argument, NULL, 'C'},
 		{"accept-wait", required_argument, NULL, 'A'},
+		{"server-cmd", required_argument, NULL, 'R'},
+		{"server-each", no_argument, NULL, 'E'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	int ch;
 
@@ -76,6 +82,8 @@ static int parse(int argc, char **argv, struct cf_opts *o, bool *list)
 		case 'P': o->pcap_dir = optarg; break;
 		case 'L': o->listen = optarg; break;
 		case 'C': o->client_cmd = optarg; break;
+		case 'R': o->server_cmd = optarg; break;
+		case 'E': o->server_each = true; break;
 		case 'A': o->accept_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
@@ -130,16 +138,38 @@ static size_t select_cases(const struct cf_opts *o, struct cf_run *runs)
 	return n;
 }
 
+/* The peer's server stopped listening after case prev (the next case's
+ * connect was refused and --server-cmd restarted it): evidence about prev,
+ * whatever its verdict. */
+static void server_died_after(struct cf_run *prev, const char *next_id)
+{
+	struct cf_result *r = &prev->r;
+	size_t len = strlen(r->detail);
+
+	snprintf(r->detail + len, sizeof(r->detail) - len,
+		 "; the peer's server stopped listening after this case (restarted by --server-cmd)");
+	cf_log_add(&r->log, "the peer's server was not listening after this case: case %s's "
+			    "connect was refused and --server-cmd restarted it",
+		   next_id);
+}
+
 static void run_one(const struct cf_opts *o, struct cf_run *x, const struct cf_quirk *q, size_t nq)
 {
+	static struct cf_run *prev; /* the last case that connected to the peer */
 	struct cf_ctx c = {x->cs->id, o, &x->r};
 	uint64_t t0 = cf_now_ns();
+	unsigned restarts = cf_server_restarts();
 
 	x->r.v = CF_FAIL;
 	snprintf(x->r.detail, sizeof(x->r.detail), "the case gave no verdict");
+	cf_server_fresh(&c);
 	x->cs->run(&c, x->cs->arg);
 	x->r.secs = (double)(cf_now_ns() - t0) / 1e9;
 	cf_quirks_apply(q, nq, x->cs, &x->r);
+	if (cf_server_restarts() != restarts && prev)
+		server_died_after(prev, x->cs->id);
+	if (x->cs->id[0] != '2')
+		prev = x;
 	/* Progress as we go: a run cut short still says how far it got. */
 	fprintf(stderr, "iwarp-conform: %s %s (%.1f s)\n", x->cs->id, cf_verdict_str(x->r.v),
 		x->r.secs);

@@ -5,6 +5,8 @@
  * (# starts a comment). A case that FAILs with exactly that signature is a
  * DEVIATES; a listed case that now behaves otherwise FAILs, saying the
  * peer's behaviour changed, so the file always matches the peer.
+ * "sometimes SIGNATURE" marks a quirk the peer shows on some runs only:
+ * a PASS of that case stays a PASS.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -73,16 +75,26 @@ int cf_quirks_load(const char *path, struct cf_quirk **out, size_t *n)
 	return 0;
 }
 
+/* The signature without "sometimes ": a quirk the peer shows on some runs
+ * only (a race in the peer); then a PASS stays a PASS. */
+static const char *signature(const struct cf_quirk *q)
+{
+	return strncmp(q->observed, "sometimes ", 10) ? q->observed : q->observed + 10;
+}
+
 void cf_quirks_apply(const struct cf_quirk *q, size_t n, const struct cf_case *cs,
 		     struct cf_result *r)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(q[i].id, cs->id))
 			continue;
-		if (r->v == CF_FAIL && !strcmp(q[i].observed, r->observed)) {
+		if (r->v == CF_FAIL && !strcmp(signature(&q[i]), r->observed)) {
 			r->v = CF_DEVIATES;
 			cf_log_add(&r->log, "known quirk: %s", q[i].why);
 			snprintf(r->detail, sizeof(r->detail), "known quirk: %s", q[i].why);
+		} else if (r->v == CF_PASS && signature(&q[i]) != q[i].observed) {
+			cf_log_add(&r->log, "the intermittent quirk \"%s\" did not show this time",
+				   signature(&q[i]));
 		} else if (r->v != CF_SKIP) {
 			cf_log_add(&r->log, "listed quirk \"%s\" not seen: the peer changed (now \"%s\")",
 				   q[i].observed, r->observed);

@@ -82,9 +82,30 @@ static int connect_within(int fd, const struct addrinfo *ai, unsigned ms)
 	return rc;
 }
 
-int cf_connect(struct cf_conn *k, struct cf_ctx *c)
+/* One connect to HOST and the peer's current port (--server-cmd may move
+ * it); 0, or the errno (logged, the socket closed), or -1. */
+static int connect_once(struct cf_conn *k, struct cf_ctx *c)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+	const char *port = cf_server_port(c->o);
+	int err = getaddrinfo(c->o->host, port, &hints, &ai);
+
+	if (err) {
+		cf_log_add(&c->r->log, "resolve %s: %s", c->o->host, gai_strerror(err));
+		return -1;
+	}
+	k->fd = socket(ai->ai_family, SOCK_STREAM, 0);
+	err = k->fd >= 0 && !connect_within(k->fd, ai, c->o->wait_ms) ? 0 : errno ? errno : EIO;
+	freeaddrinfo(ai);
+	if (!err)
+		return 0;
+	cf_log_add(&c->r->log, "connect %s:%s: %s", c->o->host, port, strerror(err));
+	cf_close(k);
+	return err;
+}
+
+int cf_connect(struct cf_conn *k, struct cf_ctx *c)
+{
 	int rc;
 
 	cf_conn_init(k, c);
@@ -92,19 +113,11 @@ int cf_connect(struct cf_conn *k, struct cf_ctx *c)
 		cf_log_add(&c->r->log, "no HOST given: this case connects to the peer");
 		return -1;
 	}
-	rc = getaddrinfo(c->o->host, c->o->port, &hints, &ai);
-	if (rc) {
-		cf_log_add(&c->r->log, "resolve %s: %s", c->o->host, gai_strerror(rc));
+	rc = connect_once(k, c);
+	if (rc == ECONNREFUSED && !cf_server_restart(c))
+		rc = connect_once(k, c);
+	if (rc)
 		return -1;
-	}
-	k->fd = socket(ai->ai_family, SOCK_STREAM, 0);
-	if (k->fd < 0 || connect_within(k->fd, ai, c->o->wait_ms)) {
-		cf_log_add(&c->r->log, "connect %s:%s: %s", c->o->host, c->o->port, strerror(errno));
-		freeaddrinfo(ai);
-		cf_close(k);
-		return -1;
-	}
-	freeaddrinfo(ai);
 	cf_conn_opened(k);
 	return 0;
 }
