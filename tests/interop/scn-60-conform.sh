@@ -3,7 +3,19 @@
 #
 # Scenario 60: iwarp-conform against siw (issue 15).
 #
-# One run of the whole catalogue from the namespace:
+# interop: opt-in
+# *** NOT PART OF THE DEFAULT RUN (make check-interop without arguments,
+# *** CI): run it with `make check-interop INTEROP_ARGS=scn-60`. It is not
+# *** stable yet: siw's passive side under TCG loses or wedges rping's
+# *** listener at varying cases (1.12, 1.13, 1.28 in different runs), and
+# *** Group 4 takes iw_cm down (kernel BUG at iwcm.c:969, cm_work_handler,
+# *** in the run of 2026-11-25 18:05). Groups 1 and 2 match the deviations
+# *** file; Group 3 has 3 FAILs (3.14, and 3.16/3.17: siw refuses markers)
+# *** and Group 4 is unreviewed. See README "Interop with Linux siw".
+#
+# The catalogue from the namespace, one iwarp-conform run per group, each
+# against a freshly started rping -s -P (--server-cmd restarts it within a
+# group when a connect is refused: siw loses its listener in case 1.28):
 #   Groups 1, 3, 4  against rping -s -P in the guest (siw as responder;
 #                   rping's buffer is 64 KiB - 1, so the 64 KiB and 1 MiB
 #                   cases SKIP);
@@ -13,7 +25,8 @@
 # Every case must PASS, SKIP, or DEVIATE exactly as
 # tests/interop/siw-deviations.txt says (a listed quirk that siw no longer
 # shows FAILs, so a change in siw shows). One result per group; the reports
-# (JSON, JUnit, Markdown), the text output and a capture per case go to
+# (conform-G.json, .xml, .md), the text output (conform-G.out), rping's log
+# before each restart (rping-before-ID.log) and a capture per case go to
 # $IWI_OUT/conform/.
 #
 # Left out, because they take the guest kernel down (scn-20-mpa.sh, README
@@ -43,34 +56,75 @@ OUT=$IWI_OUT/conform
 DEV=$IWI_SRC/tests/interop/siw-deviations.txt
 SKIP=1.4,1.11,2.16,2.28
 
+# start_rping [PORT]: rping -s -P in the guest, listening on PORT.
+start_rping() {
+	local p=${1:-$PORT}
+	guest_bg conform-rping "rping -s -P -a $IWI_GUEST_IP -p $p -S 65535"
+	guest_listening "$p" 20
+}
+
+# iwarp-conform's --server-cmd, run when a connect is refused (in the
+# namespace; its output goes into the case's evidence), and before each
+# of Groups 1, 3, 4: say whether the last rping
+# exited and what it said, then start a fresh one on a new port, printing
+# "port N" (iwarp-conform then connects there).
+if [ "${1:-}" = --restart-rping ]; then
+	mkdir -p "$OUT"
+	st=$(gx -t 20 'cat /tmp/conform-rping.rc 2>/dev/null')
+	if [ -n "$st" ]; then
+		guest_log conform-rping >"$OUT/rping-before-$IWARP_CONFORM_CASE.log"
+		echo "the last rping -s had exited $st: $(tail -n 3 "$OUT/rping-before-$IWARP_CONFORM_CASE.log" | tr '\n' ' ')"
+	fi
+	guest_kill conform-rping
+	# A new port each time: the killed rping's siw listener may linger
+	# on the old one ("rdma_bind_addr: Address already in use").
+	n=$(cat "$OUT/.rping-port" 2>/dev/null || echo $((PORT + 10)))
+	echo $((n + 1)) >"$OUT/.rping-port"
+	start_rping "$n" && echo "port $n"
+	exit
+fi
+
 mkdir -p "$OUT"
 if ! guest_healthy; then
 	result "$SCN" all FAIL "the guest kernel is not healthy before the run"
 	finish
 fi
-guest_bg conform-rping "rping -s -P -a $IWI_GUEST_IP -p $PORT -S 65535"
-if ! guest_listening "$PORT" 20; then
-	guest_kill conform-rping
-	result "$SCN" all FAIL "rping -s did not listen on $PORT: $(guest_log conform-rping | tr '\n' ' ')"
-	finish
-fi
 
 # Expanded by the sh -c that iwarp-conform runs: the port is its own.
 CLIENT="$IWI_RIG/guest.sh -t 30 rping -c -a $IWI_HOST_IP -p \$IWARP_CONFORM_PORT -C 1 -S 64"
-hx timeout 1200 "$T/iwarp-conform" --peer-timeout 8000 --wait 4000 --size 65535 \
-	--skip "$SKIP" --deviations "$DEV" \
-	--listen "$IWI_HOST_IP:$LPORT" --client-cmd "$CLIENT" --accept-wait 60000 \
-	--json "$OUT/conform.json" --junit "$OUT/conform.xml" --markdown "$OUT/conform.md" \
-	--pcap-dir "$OUT" -v "$IWI_GUEST_IP" "$PORT" >"$OUT/conform.out" 2>&1
-rc=$?
+# One run per group, each against a fresh rping -s on a new port (a killed
+# rping's siw listener may hold the old one), so that a group does not
+# inherit a listener an earlier group wedged. Within a group, a refused
+# connect restarts rping (--server-cmd, case 1.28 loses siw's listener) and
+# names the case before. Not --server-each: killing rping between cases
+# while siw still holds a half-open connection hit iw_cm's BUG() at
+# iwcm.c:969 (cm_work_handler), and a restart per case did not make the
+# run stable either (siw's CM stopped answering after 1.10).
+rc=0
+for g in 1 2 3 4; do
+	p=$PORT
+	if [ "$g" = 2 ]; then
+		guest_kill conform-rping
+	else
+		p=$(IWARP_CONFORM_CASE=group-$g bash "$0" --restart-rping | sed -n 's/^port //p')
+		[ -n "$p" ] || log "rping -s did not start before Group $g"
+	fi
+	hx timeout 600 "$T/iwarp-conform" --only "$g." --peer-timeout 8000 --wait 4000 --size 65535 \
+		--skip "$SKIP" --deviations "$DEV" \
+		--listen "$IWI_HOST_IP:$LPORT" --client-cmd "$CLIENT" --accept-wait 60000 \
+		--server-cmd "bash '$0' --restart-rping" \
+		--json "$OUT/conform-$g.json" --junit "$OUT/conform-$g.xml" \
+		--markdown "$OUT/conform-$g.md" \
+		--pcap-dir "$OUT" -v "$IWI_GUEST_IP" "${p:-$PORT}" >"$OUT/conform-$g.out" 2>&1 || rc=$?
+	grep -E '^(Group|  Test|[0-9]+ cases)' "$OUT/conform-$g.out" >&2
+done
 guest_kill conform-rping
-grep -E '^(Group|  Test|[0-9]+ cases)' "$OUT/conform.out" >&2
-log "iwarp-conform exit $rc"
+log "iwarp-conform exit $rc (the last that failed)"
 
 # One result per group: PASS when no case of it FAILed.
-python3 - "$OUT/conform.json" <<'PY' >"$OUT/groups.tsv" || true
+python3 - "$OUT"/conform-[1234].json <<'PY' >"$OUT/groups.tsv" || true
 import json, sys
-cases = json.load(open(sys.argv[1]))["cases"]
+cases = [c for f in sys.argv[1:] for c in json.load(open(f))["cases"]]
 roles = {"1": "siw responder (MPA)", "2": "siw initiator (MPA)",
          "3": "siw responder (data)", "4": "siw responder (errors)"}
 for g in "1234":
@@ -82,7 +136,7 @@ for g in "1234":
         n["SKIP"], n["FAIL"], "; " + bad if bad else ""))
 PY
 if [ ! -s "$OUT/groups.tsv" ]; then
-	result "$SCN" all FAIL "no report from iwarp-conform (exit $rc): $(tail -n 3 "$OUT/conform.out" | tr '\n' ' ')"
+	result "$SCN" all FAIL "no report from iwarp-conform (exit $rc): $(tail -n 3 "$OUT/conform-1.out" | tr '\n' ' ')"
 fi
 while IFS=$'\t' read -r g role st detail; do
 	result "$SCN-g$g" "$role" "$st" "$detail"
