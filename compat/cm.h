@@ -11,6 +11,7 @@
 #ifndef IWARP_COMPAT_CM_H
 #define IWARP_COMPAT_CM_H
 
+#include <stdbool.h>
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
 
@@ -21,6 +22,8 @@ struct cm_event;
 struct cm_chan {
 	struct rdma_event_channel ch; /* fd: the eventfd */
 	struct cm_event *head, **tail;
+	int readers; /* threads inside rdma_get_cm_event (cm_g.lock) */
+	bool dead;   /* destroyed while readers were inside: the last frees it */
 };
 
 struct cm_id {

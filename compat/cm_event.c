@@ -29,13 +29,31 @@ CV_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	return &ch->ch;
 }
 
+static void chan_free(struct cm_chan *ch)
+{
+	close(ch->ch.fd);
+	free(ch);
+}
+
+/*
+ * A thread still waiting in rdma_get_cm_event keeps the channel: on rdma-core
+ * it stays blocked in the kernel until the process ends. Closing the eventfd
+ * under it would instead fail its next read with EBADF (rping's cm thread,
+ * woken for an event that rdma_destroy_id then purged, reads again after
+ * main has destroyed the channel, and exits with "Bad file descriptor").
+ * So the fd stays open and the last reader out frees the channel.
+ */
 CV_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	if (!channel)
 		return;
 	struct cm_chan *ch = cm_chan_of(channel);
-	close(ch->ch.fd);
-	free(ch); /* rdma-core's rule: ids and events are gone by now */
+	pthread_mutex_lock(&cm_g.lock);
+	bool busy = ch->readers > 0;
+	ch->dead = busy;
+	pthread_mutex_unlock(&cm_g.lock);
+	if (!busy)
+		chan_free(ch); /* rdma-core's rule: ids and events are gone by now */
 }
 
 /* Under cm_g.lock. */
@@ -116,28 +134,56 @@ void cm_fix_tail(struct cm_chan *ch)
 		ch->tail = &e->next;
 }
 
+/* Under cm_g.lock: the event for a woken reader, if one is left. */
+static struct cm_event *take_event(struct cm_chan *ch)
+{
+	struct cm_event *e = cm_pop(ch);
+
+	if (e) {
+		e->owner->held++;
+		e->owner->id.event = &e->ev;
+	}
+	return e;
+}
+
+/* A reader leaves (cm_g.lock held on entry, released here); the last one
+ * out of a destroyed channel frees it. */
+static void reader_leave(struct cm_chan *ch)
+{
+	bool last_of_dead = --ch->readers == 0 && ch->dead;
+
+	pthread_mutex_unlock(&cm_g.lock);
+	if (last_of_dead)
+		chan_free(ch);
+}
+
 CV_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	uint64_t v;
+	struct cm_event *e = NULL;
 
 	if (!channel || !event)
 		return cm_ret(EINVAL);
 	struct cm_chan *ch = cm_chan_of(channel);
-	for (;;) {
-		if (read(ch->ch.fd, &v, sizeof(v)) < 0)
-			return -1; /* EAGAIN on a nonblocking fd, EINTR */
+	pthread_mutex_lock(&cm_g.lock);
+	ch->readers++;
+	pthread_mutex_unlock(&cm_g.lock);
+	while (!e) {
+		int rc = (int)read(ch->ch.fd, &v, sizeof(v));
+		int err = errno;
 		pthread_mutex_lock(&cm_g.lock);
-		struct cm_event *e = cm_pop(ch);
-		if (e) {
-			e->owner->held++;
-			e->owner->id.event = &e->ev;
+		e = rc < 0 ? NULL : take_event(ch);
+		if (rc < 0) { /* EAGAIN on a nonblocking fd, EINTR */
+			reader_leave(ch);
+			errno = err;
+			return -1;
 		}
-		pthread_mutex_unlock(&cm_g.lock);
-		if (e) {
-			*event = &e->ev;
-			return 0;
-		}
+		if (!e)
+			pthread_mutex_unlock(&cm_g.lock);
 	}
+	reader_leave(ch);
+	*event = &e->ev;
+	return 0;
 }
 
 CV_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
