@@ -70,9 +70,15 @@ for tool in ib_write_lat ib_read_lat ib_send_lat; do
 done
 SHIM=$B/tests/.libs/slow_listen.so
 if [ -e "$SHIM" ]; then
+	# Preloaded by the last exec, after whatever iwarp-run's caller
+	# preloads (the ASan runtime must come first in a sanitizer build).
+	late=$(mktemp "${TMPDIR:-/tmp}/slow-listen.XXXXXX") || exit 1
+	printf '#!/bin/sh\nLD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}%s" exec "$@"\n' "$SHIM" >"$late"
+	chmod +x "$late"
 	p=$(command -v ib_send_lat)
 	pair "ib_send_lat -R -s 64 -n 20, the server's second listen 300 ms late" 64 \
-		env LD_PRELOAD="$SHIM" "$RUN" "$p" -R -s 64 -n 20 -- "$RUN" "$p" -R -s 64 -n 20
+		"$RUN" "$late" "$p" -R -s 64 -n 20 -- "$RUN" "$p" -R -s 64 -n 20
+	rm -f "$late"
 else
 	echo "FAIL: $SHIM not built (make check builds it)"
 	fail=1
