@@ -86,6 +86,15 @@ client() {
 # Start a server in the background on a fresh port and wait until it
 # listens (ss), so a client never races its start.
 serve() {
+	# "pin CPU CMD" is expanded here: a shell function sent to the
+	# background runs in a subshell, and $! would then be the subshell's
+	# pid, not the server's (kill left the server running). taskset
+	# execs its command, so the pid is the server's own.
+	if [ "$1" = pin ]; then
+		cpu=$2
+		shift 2
+		[ $PIN = yes ] && set -- taskset -c "$cpu" "$@"
+	fi
 	"$@" >"$TMP/srv.out" 2>&1 &
 	SRV=$!
 	i=0
