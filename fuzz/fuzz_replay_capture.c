@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "emit.h"
 #include "record.h"
+#include "reltime.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -62,7 +63,7 @@ static void decode(struct rp_capture *cap)
 	struct rp_pkt p;
 
 	while (rp_capture_next(cap, &p) == 1) {
-		rp_emit_t0(p.ts_ns);
+		rp_reltime_t0(p.ts_ns);
 		rp_conns_packet(&p);
 	}
 	rp_conns_finish();
