@@ -7,6 +7,7 @@
  * case. Its output goes into the case's evidence; main.c tells the case
  * that ran before that the server stopped after it.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,16 @@ unsigned cf_server_restarts(void)
 	return restarts;
 }
 
+/* "port N" from --server-cmd: N digits only, a TCP port 1-65535 (an empty
+ * or oversized N would leave the next connect without a usable port). */
+static bool port_line(const char *line)
+{
+	if (strncmp(line, "port ", 5))
+		return false;
+	size_t nd = strspn(line + 5, "0123456789");
+	return nd && nd <= 5 && !line[5 + nd] && atoi(line + 5) > 0 && atoi(line + 5) <= 65535;
+}
+
 /* Run --server-cmd, its output into the case's log; 0 if it exited 0. */
 static int run_cmd(struct cf_ctx *c)
 {
@@ -42,7 +53,7 @@ static int run_cmd(struct cf_ctx *c)
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
 		cf_log_add(&c->r->log, "server-cmd: %s", line);
-		if (!strncmp(line, "port ", 5) && strspn(line + 5, "0123456789") == strlen(line + 5))
+		if (port_line(line))
 			snprintf(port, sizeof(port), "%.15s", line + 5);
 	}
 	st = pclose(f);
