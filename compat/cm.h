@@ -46,6 +46,7 @@ struct cm_event {
 /* The process's state; lock guards the registry and every channel queue. */
 struct cm_global {
 	pthread_mutex_t lock;
+	pthread_cond_t acked; /* an event was acked (rdma_destroy_id waits) */
 	struct ibv_context *verbs;
 	struct iw_cm_channel *ich;
 	struct cm_id *ids;

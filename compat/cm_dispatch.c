@@ -10,7 +10,7 @@
 
 #include "cm.h"
 
-struct cm_global cm_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct cm_global cm_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .acked = PTHREAD_COND_INITIALIZER};
 
 /* Under cm_g.lock. */
 struct cm_id *cm_lookup(struct iw_cm_id *iw)

@@ -195,6 +195,7 @@ CV_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	e->owner->held--;
 	if (e->owner->id.event == event)
 		e->owner->id.event = NULL;
+	pthread_cond_broadcast(&cm_g.acked);
 	pthread_mutex_unlock(&cm_g.lock);
 	cm_event_free(e);
 	return 0;

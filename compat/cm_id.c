@@ -68,15 +68,17 @@ CV_EXPORT int rdma_destroy_id(struct rdma_cm_id *rid)
 	if (!rid)
 		return cm_ret(EINVAL);
 	struct cm_id *id = cm_of(rid);
+	/* As rdma-core: wait until the application has acked every event of
+	 * the id it took. Returning EBUSY instead let rping's main thread go on
+	 * to destroy the event channel while its cm thread still handled
+	 * DISCONNECTED, whose next rdma_get_cm_event then read a closed fd
+	 * ("Bad file descriptor", tests/compat_rping.sh now and then). */
 	pthread_mutex_lock(&cm_g.lock);
-	int held = id->held;
-	if (!held) {
-		cm_unregister(id);
-		cm_purge(id->chan, id);
-	}
+	while (id->held)
+		pthread_cond_wait(&cm_g.acked, &cm_g.lock);
+	cm_unregister(id);
+	cm_purge(id->chan, id);
 	pthread_mutex_unlock(&cm_g.lock);
-	if (held)
-		return cm_ret(EBUSY);
 	cm_port_release(id);
 	cv_orphan_qp(rid->qp); /* libiwarp's QP goes with the id */
 	int err = cm_iw_destroy(id);

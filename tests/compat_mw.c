@@ -21,6 +21,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +283,35 @@ static void type2(struct ibv_mw **keep)
 	*keep = mw;
 }
 
+/* rdma_destroy_id waits until the id's events are acked, as rdma-core does
+ * (an EBUSY let rping destroy its channel under its cm thread). */
+static atomic_int destroy_rc = -100;
+
+static void *destroy_fn(void *id)
+{
+	atomic_store(&destroy_rc, rdma_destroy_id(id));
+	return NULL;
+}
+
+static void destroy_waits_for_ack(struct rdma_event_channel *ec)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(9)};
+	struct timespec t = {0, 100 * 1000 * 1000};
+	struct rdma_cm_id *id;
+	pthread_t th;
+
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	CHECK(rdma_create_id(ec, &id, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000) == 0, "resolve_addr");
+	struct rdma_cm_event *e = event(ec, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(pthread_create(&th, NULL, destroy_fn, id) == 0, "pthread_create");
+	nanosleep(&t, NULL);
+	CHECK(atomic_load(&destroy_rc) == -100, "rdma_destroy_id returned before the ack");
+	rdma_ack_cm_event(e);
+	pthread_join(th, NULL);
+	CHECK(atomic_load(&destroy_rc) == 0, "rdma_destroy_id after the ack");
+}
+
 int main(void)
 {
 	struct rdma_event_channel *ec = rdma_create_event_channel();
@@ -289,6 +320,7 @@ int main(void)
 	uint32_t stale;
 
 	CHECK(ec, "rdma_create_event_channel");
+	destroy_waits_for_ack(ec);
 	connect_self(ec);
 	CHECK(ibv_query_device(ini.id->verbs, &da) == 0, "ibv_query_device");
 	CHECK((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
