@@ -437,6 +437,46 @@ END_TEST
 
 /* The octets after the Reply in the same read are the first FPDUs, and
  * they reach the QP in that very call. */
+/* A short read that stops a few octets before the end of a large Send
+ * segment: the tail still goes in place, and the bounce buffer is offered
+ * only the trailer and the next header (which lets the next payload go in
+ * place too). The tail used to be read through the bounce buffer at most
+ * 81 octets per read: two dozen system calls per FPDU. */
+START_TEST(test_plan_short_tail)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	post_recv(b, 1, 0, 40000);
+	establish(&p);
+	fill(a->buf, 40000, 3);
+	post(a, 10, IW_WR_SEND, 0, 40000, 0, 0);
+	write_out(&p, a);
+	const uint8_t *w = a->wire.p;
+	size_t ulpdu = (size_t)w[0] << 8 | w[1], hdr = 2 + IW_DDP_UNTAGGED_HDR_LEN;
+	size_t pay = ulpdu - IW_DDP_UNTAGGED_HDR_LEN, tail = 100;
+	ck_assert_uint_gt(pay, 4096); /* a large segment */
+	size_t used = 0;
+	b->pending |= iw_conn_recv(&b->c, w, hdr + pay - tail, &used);
+	ck_assert_uint_eq(used, hdr + pay - tail);
+	uint8_t *dst = NULL;
+	size_t cap = BUF;
+	ck_assert_uint_eq(iw_conn_rx_plan(&b->c, &dst, &cap), tail);
+	ck_assert_ptr_eq(dst, b->buf + pay - tail);
+	ck_assert_uint_le(cap, 7 + 2 + IW_FPDU_HDR_MAX);
+	/* As readv would: the tail in place, then the bounce buffer's part. */
+	memcpy(dst, w + hdr + pay - tail, tail);
+	size_t rest = a->wire.len - (hdr + pay);
+	b->pending |= iw_conn_recv_placed(&b->c, tail, w + hdr + pay, rest, &used);
+	a->wire.len = 0;
+	settle(&p);
+	expect_wc(a, 10, IW_WC_SUCCESS);
+	expect_wc(b, 1, IW_WC_SUCCESS);
+	ck_assert_mem_eq(b->buf, a->buf, 40000);
+	pair_free(&p);
+}
+END_TEST
+
 START_TEST(test_after_reply)
 {
 	struct pair p;
@@ -988,6 +1028,7 @@ Suite *suite_conn(void)
 	Suite *s = suite_create("conn");
 	TCase *tc = tcase_create("conn");
 	tcase_add_loop_test(tc, test_exchange, 0, MP_NUM_MODES);
+	tcase_add_test(tc, test_plan_short_tail);
 	tcase_add_test(tc, test_after_reply);
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_reply_timeout);

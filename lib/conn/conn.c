@@ -333,14 +333,22 @@ size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t
 	size_t d = c->ops->rx_direct(c->qp, dst, &seg_len);
 	if (direct_min < c->tune.direct_min)
 		direct_min = c->tune.direct_min;
-	if (d >= direct_min && d)
-		return d;
-	/* Below direct_min one read into the bounce buffer and a copy cost
-	 * less than a system call per FPDU. */
-	*dst = NULL;
-	if (seg_len >= direct_min && *cap > RX_LOOKAHEAD)
+	if (seg_len < direct_min) {
+		/* A small segment: one read into the bounce buffer and a copy
+		 * cost less than a system call per FPDU. */
+		*dst = NULL;
+		return 0;
+	}
+	/* A large segment: all of what is left of its payload goes in place,
+	 * however little (a short read can leave any tail; read through the
+	 * bounce buffer it took a system call per RX_LOOKAHEAD octets), and
+	 * the bounce buffer takes only the trailer and the next header, so
+	 * that the next payload lands in place too instead of being copied. */
+	if (*cap > RX_LOOKAHEAD)
 		*cap = RX_LOOKAHEAD;
-	return 0;
+	if (!d)
+		*dst = NULL;
+	return d;
 }
 
 static void rx_batch(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len,
