@@ -2,7 +2,8 @@
 /*
  * Integration over real TCP on 127.0.0.1: the connection manager, the
  * libevent glue and the engine behind them, driven through the public API
- * only (iwarp/iwarp.h), the way an application drives them.
+ * only (iwarp/iwarp.h), the way an application drives them (one case also
+ * reads a connection's pause counters, io/cm_int.h).
  *
  * Every port is chosen by the kernel (bind to port 0, read local_addr), so
  * parallel runs never collide. Every wait polls an fd or a CQ against a
@@ -32,7 +33,8 @@
  *              above with every context polling and every wait a busy
  *              iw_poll_cq; receive driven by pollers alone while the
  *              loop is paused; a poller and the loop taking turns on one
- *              stream; disconnect and destroy while threads poll
+ *              stream; arming a CQ hands its connections back to the
+ *              loop; disconnect and destroy while threads poll
  * Teardown destroys the ids (and QPs) before deregistering memory: a
  * responder's Read Response source stays referenced until its octets are
  * accounted as written, which may be just after the reader completed.
@@ -57,6 +59,7 @@
 
 #include <iwarp/iwarp.h>
 
+#include "io/cm_int.h" /* test_poll_handback: the pause counters */
 #include "suites.h"
 
 /* Every wait fails the test after this long (a hang guard, never a
@@ -3001,6 +3004,83 @@ START_TEST(test_poll_loop_paused)
 }
 END_TEST
 
+/* Sleep on the completion channel until cq has one completion. */
+static void wc_sleep(struct lb_conn *s, struct iw_cq *cq, struct iw_wc *wc, int64_t dl)
+{
+	ck_assert_msg(fd_wait(s->side->cc->fd, dl), "no completion event after arming");
+	struct iw_cq *ecq;
+	void *ectx;
+	ck_assert_int_eq(iw_get_cq_event(s->side->cc, &ecq, &ectx), 0);
+	ck_assert_ptr_eq(ecq, cq);
+	iw_ack_cq_events(ecq, 1);
+	ck_assert_int_eq(iw_poll_cq(cq, 1, wc), 1);
+}
+
+/* A poller that arms a CQ hands its connection back to the loop at once,
+ * and its polls through the armed CQ do not take it again: both Sends
+ * complete through the loop while the thread sleeps on the channel, and
+ * the pause timer never fires (the pause is made longer than any run;
+ * before the hand-back only the timer ended it). */
+START_TEST(test_poll_handback)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 4096, "client");
+	end_init(&se, &s, 4096, "server");
+	struct iw_cm_id_int *sid = iw_cm_id_int(s.id);
+	sid->conn.tune.poll_pause_ms = 3600 * 1000;
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(post_recv1(s.qp, 1 + i, se.data.p + 64 * i, 64, se.data.mr->lkey),
+				 0);
+	pat_fill(ce.data.p, 128, 5);
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 0); /* a poller: the loop keeps off */
+	ck_assert_int_eq(post_send1(c.qp, 11, IW_WR_SEND, IW_SEND_SIGNALED, ce.data.p, 64,
+				    ce.data.mr->lkey, 0, 0, 0),
+			 0);
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (!atomic_load(&sid->rd_paused))
+		ck_assert_msg(now_ms() < dl, "the loop never left the socket to the poller");
+	/* The Send waits in the socket; this thread arms and sleeps. */
+	ck_assert_int_eq(iw_req_notify_cq(s.rcq, 0), 0);
+	wc_sleep(&s, s.rcq, &wc, dl);
+	wc_check(&wc, 1, IW_WC_SUCCESS, IW_WC_RECV, "first Send");
+	/* Armed again, a last look finds nothing and claims nothing. */
+	ck_assert_int_eq(iw_req_notify_cq(s.rcq, 0), 0);
+	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 0);
+	ck_assert_int_eq(post_send1(c.qp, 12, IW_WR_SEND, IW_SEND_SIGNALED, ce.data.p + 64, 64,
+				    ce.data.mr->lkey, 0, 0, 0),
+			 0);
+	wc_sleep(&s, s.rcq, &wc, dl);
+	wc_check(&wc, 2, IW_WC_SUCCESS, IW_WC_RECV, "second Send");
+	check_data(se.data.p, ce.data.p, 128, "Sends");
+	ck_assert_uint_eq(atomic_load(&sid->dbg_pause_wakes), 0);
+	ck_assert_uint_eq(atomic_load(&sid->dbg_handbacks), 1);
+	wc_spin(c.scq, &wc, 1, "Send");
+	wc_spin(c.scq, &wc, 1, "Send");
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
+/* While pollers stay, the loop looks again less and less often. */
+START_TEST(test_poll_pause_backoff)
+{
+	ck_assert_uint_eq(iw_cm_pause_next(0), 1);
+	ck_assert_uint_eq(iw_cm_pause_next(1), 2);
+	ck_assert_uint_eq(iw_cm_pause_next(4), 8);
+	ck_assert_uint_eq(iw_cm_pause_next(8), 16);
+	ck_assert_uint_eq(iw_cm_pause_next(16), 16);
+	ck_assert_uint_eq(iw_cm_pause_next(3600000), 16);
+}
+END_TEST
+
 #define RACE_MSGS 200
 #define RACE_WIN 8
 
@@ -3221,6 +3301,8 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_app_event_base);
 	tcase_add_test(tc, test_threads_shared_qp);
 	tcase_add_test(tc, test_poll_loop_paused);
+	tcase_add_test(tc, test_poll_handback);
+	tcase_add_test(tc, test_poll_pause_backoff);
 	tcase_add_test(tc, test_poll_race);
 	tcase_add_loop_test(tc, test_poll_teardown, 0, 2);
 	suite_add_tcase(s, tc);

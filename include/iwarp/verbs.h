@@ -231,9 +231,11 @@ int iw_context_free(struct iw_context *ctx);
  * in its memory). iw_post_send writes on the calling thread in either
  * mode while the socket takes the octets. Connection setup, timers, the
  * end of a connection and a full socket stay with the loop thread, as do
- * connections nobody polls: a thread that stops polling (to sleep on a
- * completion channel, say) finds the loop reading for it again within a
- * millisecond or two. Any number of threads may poll at once; a
+ * connections nobody polls: a thread that arms a CQ to sleep on its
+ * completion channel (iw_req_notify_cq) hands the CQ's connections back
+ * to the loop at once; one that stops polling without arming finds the
+ * loop reading for it again within 1 to 16 ms (the loop looks less often
+ * the longer pollers stay). Any number of threads may poll at once; a
  * connection another thread is reading is skipped, not waited for. In a
  * context without IW_CONTEXT_POLL this does nothing.
  *
@@ -717,7 +719,10 @@ int iw_destroy_cq(struct iw_cq *cq);
  * added while armed queues the CQ's event on its channel and disarms it.
  * Completions already in the CQ do not fire it: arm, poll until empty, then
  * wait. A pending arming for any completion is not narrowed by a later
- * solicited-only call. Any thread.
+ * solicited-only call. Any thread. In a polling context (IW_CONTEXT_POLL)
+ * arming says that the thread is going to sleep: the loop thread reads
+ * again at once for the connections whose QPs complete into the CQ, and
+ * polling the armed CQ reads without keeping the loop away from them.
  *
  * Returns: 0, or a positive errno.
  * Errors:

@@ -155,6 +155,8 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		}
 		ctx->poll_mode = attr->flags & IW_CONTEXT_POLL;
 		ctx->progress = iw_cm_conn_poll;
+		ctx->progress_armed = iw_cm_conn_poll_armed;
+		ctx->handback = iw_cm_conn_handback;
 	}
 	rc = iw_ev_init(ctx, attr ? attr->base : NULL, bounce, &lt);
 	if (rc) {

@@ -83,6 +83,9 @@ struct iw_conn_tune {
 	uint32_t user_timeout_ms; /* TCP_USER_TIMEOUT */
 	uint32_t sndbuf, rcvbuf;  /* SO_SNDBUF, SO_RCVBUF */
 	uint32_t refused_retry_ms; /* initiator: dial again after a refusal this long */
+	/* Not an option: a polled connection's first read pause (lib/io), so
+	 * that a test can take the pause timer out of the picture. */
+	uint32_t poll_pause_ms;
 };
 void iw_conn_tune_default(struct iw_conn_tune *t);
 /* Copy the fields of o named in o->comp_mask into t, after checking all of

@@ -28,6 +28,7 @@ void iw_conn_tune_default(struct iw_conn_tune *t)
 		.wake_count = IW_WAKE_COUNT_DEFAULT,
 		.direct_min = IW_DIRECT_MIN_DEFAULT,
 		.max_pending = IW_MAX_PENDING_DEFAULT,
+		.poll_pause_ms = 1,
 	};
 }
 

@@ -43,6 +43,11 @@ struct iw_context {
 	bool poll_mode;
 	struct iw_poll_set poll;
 	unsigned (*progress)(struct iw_qp *qp);
+	/* The same for a CQ the application armed (it is about to sleep:
+	 * reading must not keep the loop off), and, when it arms one, for
+	 * each QP completing into it: the loop reads for them again. */
+	unsigned (*progress_armed)(struct iw_qp *qp);
+	unsigned (*handback)(struct iw_qp *qp);
 };
 
 /* One queued asynchronous event (heap). iw_get_async_event copies the event

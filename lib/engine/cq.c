@@ -290,10 +290,15 @@ IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
 	else if (cq->armed != IW_CQ_ARM_NEXT)
 		cq->armed = IW_CQ_ARM_SOLICITED;
 	pthread_mutex_unlock(&cq->lock);
+	/* A polling thread that arms is about to sleep on the channel: the
+	 * loop must read for it now, not when its pause ends. */
+	struct iw_context *ctx = cq->context;
+	if (ctx->poll_mode && ctx->handback)
+		iw_poll_set_run(&cq->poll, ctx->handback);
 	return 0;
 }
 
-static int take(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
+static int take(struct iw_cq *cq, int num_entries, struct iw_wc *wc, bool *armed)
 {
 	uint32_t n;
 
@@ -304,6 +309,7 @@ static int take(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 		/* Below capacity again: the overflow episode is over. */
 		cq->overflow = false;
 	}
+	*armed = cq->armed != IW_CQ_UNARMED;
 	pthread_mutex_unlock(&cq->lock);
 	return (int)n;
 }
@@ -315,13 +321,18 @@ IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 {
 	if (!cq || num_entries < 0 || (num_entries > 0 && !wc))
 		return -EINVAL;
-	int n = take(cq, num_entries, wc);
+	bool armed;
+	int n = take(cq, num_entries, wc, &armed);
 	struct iw_context *ctx = cq->context;
 	if (n == num_entries || !ctx->poll_mode || !ctx->progress)
 		return n;
-	if (!iw_poll_set_run(&cq->poll, ctx->progress))
+	/* Through an armed CQ the thread is checking once more before it
+	 * sleeps (iw_req_notify_cq handed its connections back). */
+	unsigned (*fn)(struct iw_qp *) = armed && ctx->progress_armed ? ctx->progress_armed
+								 : ctx->progress;
+	if (!iw_poll_set_run(&cq->poll, fn))
 		return n;
-	return n + take(cq, num_entries - n, wc + n);
+	return n + take(cq, num_entries - n, wc + n, &armed);
 }
 
 /* The caller holds cq->lock and has just added wc: does it fire the arming? */

@@ -19,8 +19,11 @@
  * holds it reads, another skips, and since the octets stay in the socket
  * and the read event is level-triggered nothing is lost. While pollers
  * keep visiting, the loop leaves the read event off (rd_paused) so that
- * it does not wake for every message, and looks again every
- * IW_POLL_PAUSE_MS. What a poller cannot finish (the end of the stream, a
+ * it does not wake for every message, and looks again after a pause that
+ * doubles while they stay (1 ms up to IW_POLL_PAUSE_MAX_MS). A poller that
+ * arms a CQ (iw_req_notify_cq) is about to sleep: the connections feeding
+ * that CQ go back to the loop at once (iw_cm_conn_handback), and its polls
+ * through the armed CQ do not keep the loop off. What a poller cannot finish (the end of the stream, a
  * socket error, an engine event that moves the state machine) it leaves
  * to the loop (rx_kick with sock_err, iw_conn deferred events, loop work).
  * Tracing (trace.h): with a trace on the context, every successful send
@@ -55,13 +58,14 @@
  * copy of a few KiB cost less than a second read per message, which a
  * ping-pong waits for (the loop keeps iw_conn_opts.direct_min). */
 #define IW_POLL_DIRECT_MIN (IW_POLL_BOUNCE / 2)
-#define IW_POLL_PAUSE_MS 1
+#define IW_POLL_PAUSE_MAX_MS 16
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
 static void on_timeout(evutil_socket_t fd, short what, void *arg);
 static void on_pause(evutil_socket_t fd, short what, void *arg);
 static void act(struct iw_cm_id_int *id, unsigned ev);
+static void handback(struct iw_cm_id_int *id);
 static void loop_rx(struct iw_cm_id_int *id, bool wait);
 static void dial_failed(struct iw_cm_id_int *id, int err);
 
@@ -483,6 +487,7 @@ static void act(struct iw_cm_id_int *id, unsigned ev)
 
 void iw_cm_conn_work(struct iw_cm_id_int *id)
 {
+	handback(id);
 	/* A poller met the end of the stream or an error: read it here. */
 	if (atomic_exchange(&id->rx_kick, false) && id->fd >= 0) {
 		id->rd_paused = false;
@@ -569,13 +574,31 @@ static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_
 	return iw_conn_recv_placed(&id->conn, take, bounce, (size_t)n - take, &used);
 }
 
-/* Pollers drive this connection: stop waking for its octets, look again
- * in a while (on_pause). */
-static void rd_pause(struct iw_cm_id_int *id)
+uint32_t iw_cm_pause_next(uint32_t ms)
 {
-	struct timeval tv = {.tv_sec = 0, .tv_usec = IW_POLL_PAUSE_MS * 1000};
+	return ms >= IW_POLL_PAUSE_MAX_MS / 2 ? IW_POLL_PAUSE_MAX_MS : ms ? 2 * ms : 1;
+}
+
+/* Pollers drive this connection: stop waking for its octets, look again
+ * in ms (on_pause). */
+static void rd_pause(struct iw_cm_id_int *id, uint32_t ms)
+{
+	struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+			     .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+	id->rd_pause_ms = ms;
 	id->rd_paused = true;
 	evtimer_add(id->pause, &tv);
+	sync_events(id);
+}
+
+/* The loop reads again (octets that arrived meanwhile raise the
+ * level-triggered event at once). */
+static void rd_resume(struct iw_cm_id_int *id)
+{
+	id->rd_paused = false;
+	id->rd_pause_ms = 0;
+	if (id->pause)
+		evtimer_del(id->pause);
 	sync_events(id);
 }
 
@@ -586,7 +609,7 @@ static void loop_rx(struct iw_cm_id_int *id, bool wait)
 	if (wait)
 		pthread_mutex_lock(&id->rxlock);
 	else if (pthread_mutex_trylock(&id->rxlock)) {
-		rd_pause(id); /* a poller is reading right now */
+		rd_pause(id, id->conn.tune.poll_pause_ms); /* a poller is reading */
 		return;
 	}
 	size_t cap;
@@ -616,14 +639,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	iw_ev_enter(ctx);
 	if (pollers_active(id))
-		rd_pause(id);
+		rd_pause(id, id->conn.tune.poll_pause_ms);
 	else
 		loop_rx(id, false);
 	iw_ev_leave(ctx);
 }
 
-/* Still polled: stay paused; otherwise the loop reads again (and octets
- * that arrived meanwhile raise the level-triggered event at once). */
+/* Still polled: stay paused, for longer (a connection polled for long
+ * costs the loop a few wake-ups a second, not one a millisecond);
+ * otherwise the loop reads again. */
 static void on_pause(evutil_socket_t fd, short what, void *arg)
 {
 	struct iw_cm_id_int *id = arg;
@@ -631,13 +655,24 @@ static void on_pause(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	iw_ev_enter(ctx);
-	if (pollers_active(id)) {
-		rd_pause(id);
-	} else {
-		id->rd_paused = false;
-		sync_events(id);
-	}
+	atomic_fetch_add_explicit(&id->dbg_pause_wakes, 1, memory_order_relaxed);
+	if (pollers_active(id))
+		rd_pause(id, iw_cm_pause_next(id->rd_pause_ms));
+	else
+		rd_resume(id);
 	iw_ev_leave(ctx);
+}
+
+/* The loop's side of iw_cm_conn_handback. A poller that kept polling
+ * since (through a CQ nobody armed) keeps the connection. */
+static void handback(struct iw_cm_id_int *id)
+{
+	if (!atomic_exchange(&id->handback, false))
+		return;
+	if (id->rd_paused && !pollers_active(id)) {
+		atomic_fetch_add_explicit(&id->dbg_handbacks, 1, memory_order_relaxed);
+		rd_resume(id);
+	}
 }
 
 /* ------------------------------------------------------------ polling */
@@ -660,14 +695,15 @@ static unsigned poll_rx(struct iw_cm_id_int *id, unsigned *ev)
 	return got;
 }
 
-/* Called by the engine's poll-set walk, whose barrier keeps the id alive
- * (iw_qp_set_glue). Skips a connection another thread is reading. */
-unsigned iw_cm_conn_poll(struct iw_qp *qp)
+/* A poller's visit (claim: keep the loop off the socket while it polls).
+ * Skips a connection another thread is reading. */
+static unsigned poll_conn(struct iw_qp *qp, bool claim)
 {
 	struct iw_cm_id_int *id = iw_qp_glue(qp);
 	if (!id || !atomic_load_explicit(&id->poll_ok, memory_order_acquire))
 		return 0;
-	atomic_store_explicit(&id->polled, true, memory_order_relaxed);
+	if (claim)
+		atomic_store_explicit(&id->polled, true, memory_order_relaxed);
 	if (pthread_mutex_trylock(&id->rxlock))
 		return 0;
 	unsigned ev = 0, got = 0;
@@ -681,6 +717,31 @@ unsigned iw_cm_conn_poll(struct iw_qp *qp)
 	if (ev & IW_CONN_EV_LOOP)
 		iw_cm_want_work(id);
 	return got;
+}
+
+/* Called by the engine's poll-set walk, whose barrier keeps the id alive
+ * (iw_qp_set_glue). */
+unsigned iw_cm_conn_poll(struct iw_qp *qp)
+{
+	return poll_conn(qp, true);
+}
+
+unsigned iw_cm_conn_poll_armed(struct iw_qp *qp)
+{
+	return poll_conn(qp, false);
+}
+
+/* The thread will sleep until the armed CQ fires, and only a read can
+ * fire it: waiting for the loop's pause to end cost 1-2 ms per sleep. */
+unsigned iw_cm_conn_handback(struct iw_qp *qp)
+{
+	struct iw_cm_id_int *id = iw_qp_glue(qp);
+	if (!id || !atomic_load_explicit(&id->poll_ok, memory_order_acquire))
+		return 0;
+	atomic_store(&id->polled, false);
+	if (atomic_load(&id->rd_paused) && !atomic_exchange(&id->handback, true))
+		iw_cm_want_work(id);
+	return 0;
 }
 
 /* ------------------------------------------------------------ write, timer */

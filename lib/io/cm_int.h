@@ -76,8 +76,13 @@ struct iw_cm_id_int {
 	atomic_bool polled;   /* a poller visited since the loop last looked */
 	atomic_bool rx_kick;  /* a poller met the end of the stream: loop, read */
 	atomic_bool tx_full;  /* the socket took less than was queued */
-	bool rd_paused;       /* loop: reads left to pollers for a while */
-	struct event *pause;  /* loop: when to look whether they still poll */
+	atomic_bool rd_paused; /* loop: reads left to pollers for a while */
+	atomic_bool handback;  /* a poller armed a CQ: the loop, read again */
+	uint32_t rd_pause_ms;  /* loop: the pause now running (doubles) */
+	struct event *pause;   /* loop: when to look whether they still poll */
+	/* Counters for tests: the pause timer's wake-ups, and the times an
+	 * armed CQ gave the connection back to the loop. */
+	atomic_uint dbg_pause_wakes, dbg_handbacks;
 	/* pcap trace of this connection (trace.h), NULL when off; set and
 	 * cleared under txlock, as the transmit path reads it there. */
 	struct iw_trace_conn *trace;
@@ -142,5 +147,13 @@ void iw_cm_conn_tx(struct iw_cm_id_int *id);
 /* A polling thread's turn at qp's connection (context.h progress hook):
  * the number of reads that moved octets. */
 unsigned iw_cm_conn_poll(struct iw_qp *qp);
+/* The same through a CQ the application armed: it reads, but does not
+ * keep the loop off the socket, since the thread is about to sleep. */
+unsigned iw_cm_conn_poll_armed(struct iw_qp *qp);
+/* The application armed a CQ qp completes into (iw_req_notify_cq): the
+ * loop reads for the connection again at once. Returns 0. */
+unsigned iw_cm_conn_handback(struct iw_qp *qp);
+/* The loop's next pause after one of ms while pollers stay. */
+uint32_t iw_cm_pause_next(uint32_t ms);
 
 #endif
