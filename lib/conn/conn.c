@@ -329,6 +329,11 @@ size_t iw_conn_rx_plan(struct iw_conn *c, uint8_t **dst, size_t *cap)
 size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min)
 {
 	*dst = NULL;
+	/* Markers every 512 octets cut a payload into spans too short to
+	 * read in place one system call each: one large read into the bounce
+	 * buffer instead, from which the decoder copies the spans. */
+	if (c->res.markers_rx)
+		return 0;
 	uint32_t seg_len = 0;
 	size_t d = c->ops->rx_direct(c->qp, dst, &seg_len);
 	if (direct_min < c->tune.direct_min)
