@@ -6,7 +6,7 @@
 #
 # iwarp-perf beside the transports users pick instead, on 127.0.0.1, in the
 # same run, and one Markdown table of the figures:
-#   - iwarp-perf: write_lat, send_lat (and read_lat when iwarp-perf has it)
+#   - iwarp-perf: write_lat, send_lat and read_lat (when iwarp-perf has it)
 #     at 2, 64 and 4096 octets, busy-polling (--poll) when iwarp-perf offers
 #     it; WRITE, READ and SEND bandwidth at 4 KiB, 64 KiB and 1 MiB with the
 #     MPA CRC on, and again with markers on. Each run also times raw TCP
@@ -22,8 +22,9 @@
 # Nothing is installed: a peer that is missing shows as "-". Client and
 # server run as separate processes pinned to two different CPUs (taskset);
 # every cell is the median of RUNS runs with the minimum and maximum run
-# in brackets. Latency is a half round trip in microseconds (each run's
-# typical value: median for iwarp-perf, UCX and sockperf, mean for
+# in brackets. Latency is a half round trip (read_lat: a whole one) in
+# microseconds (each run's typical value: median for iwarp-perf, UCX and
+# sockperf, mean for
 # fi_pingpong, which prints no median); bandwidth is MiB/s. Sizes and depth
 # are the same for every tool (latency depth 1; bandwidth depth DEPTH
 # outstanding, iperf3 aside: a stream has no depth).
@@ -337,9 +338,14 @@ peers_of() {
 	return 0
 }
 
+# read_lat is a whole round trip (a Read is one, as ib_read_lat and
+# ucx_perftest's ucp_get report it); its raw TCP column is a 16-octet
+# request answered with SIZE octets (iwarp-perf --tcp).
 for t in $TESTS_LAT; do
+	label="$t (us)"
+	[ "$t" = read_lat ] && label="read_lat (us, round trip)"
 	for s in 2 64 4096; do
-		row "$t (us)" lat "$s" "$t" $POLL
+		row "$label" lat "$s" "$t" $POLL
 	done
 done
 for mk in "" --markers; do
@@ -374,5 +380,5 @@ echo "| test | octets | iwarp-perf | raw TCP (iwarp-perf --tcp) | libfabric tcp 
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 cat "$ROWS"
 echo
-echo "Cells: median [min-max] of the runs. Latency: half round trip, us (lower is better);"
+echo "Cells: median [min-max] of the runs. Latency: half round trip (read_lat: whole), us (lower is better);"
 echo "bandwidth: MiB/s (higher is better). Best peer: the better of libfabric and UCX."

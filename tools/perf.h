@@ -30,7 +30,7 @@ enum perf_exit {
 	PX_CONNECT = 3, /* could not listen, connect or set up the connections */
 };
 
-enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_WRITE_LAT, PT_SEND_LAT };
+enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_WRITE_LAT, PT_SEND_LAT, PT_READ_LAT };
 enum perf_role { ROLE_LOOPBACK, ROLE_SERVER, ROLE_CLIENT, ROLE_IDLE };
 
 #define PERF_MAX_SIZE (8u << 20)   /* perftest's MAX_SIZE: -a goes up to 2^23 */
@@ -82,7 +82,8 @@ struct perf_result {
 	uint64_t bytes, iters, msgs;
 	double seconds;
 	double bw_avg, bw_peak, msg_rate;
-	/* latency, microseconds (half round trips, as perftest) */
+	/* latency, microseconds (half round trips, as perftest; read_lat:
+	 * whole round trips, as ib_read_lat; a read_lat server: none) */
 	bool lat;
 	double t_min, t_typ, t_avg, t_max, t_p99, t_p999;
 	/* the raw TCP baseline, when measured */
@@ -199,6 +200,11 @@ int perf_flow(struct perf_sess *s, struct perf_result *rows, int *nrows);
 int perf_bw_duplex(struct perf_sess *s, uint64_t size, struct perf_result *r);
 int perf_lat_write(struct perf_sess *s, uint64_t size, struct perf_result *r);
 int perf_lat_send(struct perf_sess *s, uint64_t size, struct perf_result *r);
+/* read_lat: the client Reads and times each round trip; the server only
+ * answers (driving its connection when polling) until the client's
+ * end mark for size number idx of the run lands. */
+int perf_lat_read(struct perf_sess *s, uint64_t size, uint32_t idx, struct perf_result *r);
+int perf_lat_read_serve(struct perf_sess *s, uint64_t size, uint32_t idx);
 uint32_t perf_rx_depth(const struct perf_opts *o);
 
 /* ------------------------------------------------------------ TCP baseline */

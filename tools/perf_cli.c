@@ -31,7 +31,8 @@ static const char usage_text[] =
 	"or ib_send_lat -R given the same options. Between two iwarp-perf the server\n"
 	"takes the client's test options.\n"
 	"\n"
-	"  --test T       write, read, send (bandwidth; default write), write_lat, send_lat\n"
+	"  --test T       write, read, send (bandwidth; default write), write_lat, send_lat,\n"
+	"                 read_lat (RDMA READ round trips, as ib_read_lat; iwarp-perf peers)\n"
 	"  -s size        message size, 1 to 8M (k and m suffixes: KiB, MiB); default\n"
 	"                 65536, latency tests 2\n"
 	"  -a             sweep sizes 2, 4, ... 8M (perftest's -a); --max-size ends it earlier\n"
@@ -63,19 +64,21 @@ static const char usage_text[] =
 	"  --idle N       heap bytes per idle connection, over N connection pairs\n"
 	"\n"
 	"MB/sec is 2^20 bytes per second and Gb/sec 10^9 bits per second, as perftest.\n"
-	"Latencies are half round trips in microseconds, as perftest.\n"
+	"Latencies are half round trips in microseconds, as perftest; read_lat's are\n"
+	"whole round trips (a Read is one), as ib_read_lat's.\n"
 	"Exit status: 0 success, 1 failure after connecting, 2 usage error,\n"
 	"3 could not listen or connect.\n";
 
 const char *perf_test_name(enum perf_test t)
 {
-	static const char *const names[] = {"write", "read", "send", "write_lat", "send_lat"};
+	static const char *const names[] = {"write",	 "read",     "send",
+					    "write_lat", "send_lat", "read_lat"};
 	return names[t];
 }
 
 bool perf_is_lat(enum perf_test t)
 {
-	return t == PT_WRITE_LAT || t == PT_SEND_LAT;
+	return t == PT_WRITE_LAT || t == PT_SEND_LAT || t == PT_READ_LAT;
 }
 
 /* Latency tests busy-poll unless told otherwise, as perftest's do. */
@@ -126,14 +129,13 @@ static int whole(const char *s, double lo, double hi, uint64_t *out)
 
 static int test_of(const char *s, enum perf_test *t)
 {
-	static const char *const names[] = {"write", "read", "send", "write_lat", "send_lat"};
 	char buf[16];
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (char *c = buf; *c; c++)
 		if (*c == '-')
 			*c = '_';
-	for (int i = 0; i < 5; i++)
-		if (!strcmp(buf, names[i])) {
+	for (int i = 0; i <= PT_READ_LAT; i++)
+		if (!strcmp(buf, perf_test_name((enum perf_test)i))) {
 			*t = (enum perf_test)i;
 			return 0;
 		}

@@ -439,7 +439,8 @@ static void data_mpa(const struct perf_sess *s, struct iw_mpa_opts *mo)
 
 static uint8_t reads_of(const struct perf_sess *s)
 {
-	return s->o.test == PT_READ ? (uint8_t)s->o.out_reads : 0;
+	bool reads = s->o.test == PT_READ || s->o.test == PT_READ_LAT;
+	return reads ? (uint8_t)s->o.out_reads : 0;
 }
 
 /* One data connection from the client: 0, 1 to try again (refused: the

@@ -27,6 +27,9 @@
  *             closing hs: the data connections are torn down next.
  * send_lat:   n hs; hs; n hs; per size: post rx_depth receives, hs,
  *             run_iter_lat_send, print. Then hs.
+ * read_lat:   iwarp-perf peers only (not checked against ib_read_lat): as
+ *             write_lat up to the sizes; per size C Reads, then writes an
+ *             end mark the server waits for (perf_lat.c); then hs.
  *
  * Teardown (destroy_ctx): S disconnects every data connection, both wait
  * for the DISCONNECTED events; then the comm connection goes.
@@ -174,6 +177,24 @@ static int flow_send_lat(struct perf_sess *s, struct perf_result *rows, int *nro
 	return hs_patient(s);
 }
 
+/* The server's rows carry only the sizes: its TCP baseline needs them. */
+static int flow_read_lat(struct perf_sess *s, struct perf_result *rows, int *nrows)
+{
+	uint64_t sizes[24];
+	int ns = perf_sizes(&s->o, sizes, 24);
+	if (perf_hand_shake(s, 0) || hs_all(s) || hs_all(s) || perf_hand_shake(s, 0))
+		return -1;
+	for (int i = 0; i < ns; i++) {
+		struct perf_result r = {.bytes = sizes[i], .lat = true};
+		int rc = s->server ? perf_lat_read_serve(s, sizes[i], (uint32_t)i)
+				   : perf_lat_read(s, sizes[i], (uint32_t)i, &r);
+		if (rc)
+			return -1;
+		emit(s, rows, nrows, &r);
+	}
+	return hs_patient(s);
+}
+
 /* From the end of the preamble to the last exchange of the test. */
 int perf_flow(struct perf_sess *s, struct perf_result *rows, int *nrows)
 {
@@ -188,6 +209,8 @@ int perf_flow(struct perf_sess *s, struct perf_result *rows, int *nrows)
 		return flow_write_lat(s, rows, nrows);
 	case PT_SEND_LAT:
 		return flow_send_lat(s, rows, nrows);
+	case PT_READ_LAT:
+		return flow_read_lat(s, rows, nrows);
 	}
 	return -1;
 }

@@ -11,6 +11,12 @@
  *  - run_iter_lat_send: the client sends first; a side takes one receive
  *    completion, reposts while fewer than iters were posted (rx_depth were
  *    posted before the run), then sends.
+ *  - run_iter_lat (read_lat): the client posts an RDMA READ of size
+ *    octets and awaits its completion, over and over; the server only
+ *    answers. A sample is a whole round trip (print_report_lat: a READ's
+ *    rtt_factor is 1). Then the client RDMA-WRITEs an end mark into the
+ *    octet the server watches (our addition: perftest's server waits in a
+ *    handshake instead, and cannot drive a polled connection there).
  *  - The time of each post is kept (tposted); a sample is the time between
  *    consecutive posts, halved (print_report_lat: a round trip over 2).
  * The waits spin with sched_yield(): an incoming WRITE raises no completion,
@@ -106,14 +112,15 @@ static int wait_wc(struct lat_run *l, struct iw_cq *cq, const char *what)
 	}
 }
 
-static int post(struct lat_run *l, enum iw_wr_opcode op)
+static int post_at(struct lat_run *l, enum iw_wr_opcode op, uint32_t len, uint64_t off,
+		   unsigned flags)
 {
 	struct perf_sess *s = l->s;
-	struct iw_sge sge = {.addr = (uintptr_t)perf_region_local(s, 0),
-			     .length = (uint32_t)l->size, .lkey = s->mr->lkey};
+	struct iw_sge sge = {.addr = (uintptr_t)perf_region_local(s, 0), .length = len,
+			     .lkey = s->mr->lkey};
 	struct iw_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = op,
-				.send_flags = IW_SEND_SIGNALED};
-	wr.wr.rdma.remote_addr = s->rem[0].vaddr;
+				.send_flags = IW_SEND_SIGNALED | flags};
+	wr.wr.rdma.remote_addr = s->rem[0].vaddr + off;
 	wr.wr.rdma.rkey = s->rem[0].rkey;
 	struct iw_send_wr *bad;
 	if (perf_samples_add(&l->posts, perf_now()))
@@ -122,6 +129,11 @@ static int post(struct lat_run *l, enum iw_wr_opcode op)
 	if (rc)
 		perf_err(s, "posting: %s", strerror(rc));
 	return rc ? -1 : 0;
+}
+
+static int post(struct lat_run *l, enum iw_wr_opcode op)
+{
+	return post_at(l, op, (uint32_t)l->size, 0, 0);
 }
 
 static bool more(const struct lat_run *l, uint64_t cnt, double now)
@@ -143,12 +155,13 @@ static void start(struct lat_run *l, struct perf_sess *s, uint64_t size)
 	perf_progress_start(&l->prog, s, size);
 }
 
-/* Samples from the post times: consecutive differences, halved, in us. */
-static int finish(struct lat_run *l, struct perf_result *r)
+/* Samples from the post times: consecutive differences over div (2: half
+ * round trips), in us. */
+static int finish_by(struct lat_run *l, struct perf_result *r, double div)
 {
 	struct perf_samples d = {0};
 	for (size_t i = 1; i < l->posts.n; i++)
-		if (perf_samples_add(&d, (l->posts.v[i] - l->posts.v[i - 1]) * 1e6 / 2)) {
+		if (perf_samples_add(&d, (l->posts.v[i] - l->posts.v[i - 1]) * 1e6 / div)) {
 			perf_samples_free(&d);
 			return -1;
 		}
@@ -157,6 +170,11 @@ static int finish(struct lat_run *l, struct perf_result *r)
 	perf_samples_free(&d);
 	perf_samples_free(&l->posts);
 	return 0;
+}
+
+static int finish(struct lat_run *l, struct perf_result *r)
+{
+	return finish_by(l, r, 2);
 }
 
 int perf_lat_write(struct perf_sess *s, uint64_t size, struct perf_result *r)
@@ -228,4 +246,53 @@ int perf_lat_send(struct perf_sess *s, uint64_t size, struct perf_result *r)
 fail:
 	perf_samples_free(&l.posts);
 	return -1;
+}
+
+/* The octet of the server's region that the end mark of size number idx
+ * goes to, and its value (never 0, the region's initial content). */
+static uint64_t mark_off(uint64_t size)
+{
+	return size - 1;
+}
+
+static uint8_t mark_of(uint32_t idx)
+{
+	return (uint8_t)(idx % 255 + 1);
+}
+
+int perf_lat_read(struct perf_sess *s, uint64_t size, uint32_t idx, struct perf_result *r)
+{
+	struct lat_run l;
+	start(&l, s, size);
+	for (uint64_t n = 0; more(&l, n, perf_now()); n++) {
+		if (post(&l, IW_WR_RDMA_READ) || wait_wc(&l, s->scq, "read") < 0)
+			goto fail;
+		l.last_move = perf_now();
+		perf_progress_tick(&l.prog, n + 1);
+	}
+	/* The last sample ends with the last completion. */
+	if (perf_samples_add(&l.posts, perf_now()))
+		goto fail;
+	int rc = finish_by(&l, r, 1);
+	/* The end mark: inline, so the octet may change at once. */
+	*perf_region_local(s, 0) = mark_of(idx);
+	if (rc || post_at(&l, IW_WR_RDMA_WRITE, 1, mark_off(size), IW_SEND_INLINE) ||
+	    wait_wc(&l, s->scq, "end mark") < 0)
+		return -1;
+	/* finish_by counts the posts: the extra time stamp is no message. */
+	r->iters = r->msgs;
+	return 0;
+fail:
+	perf_samples_free(&l.posts);
+	return -1;
+}
+
+int perf_lat_read_serve(struct perf_sess *s, uint64_t size, uint32_t idx)
+{
+	struct lat_run l;
+	start(&l, s, size);
+	l.timed = false;  /* the client keeps the time */
+	l.stall = 1e30;   /* waits as long as the client's run; a lost peer still ends it */
+	volatile uint8_t *mark = perf_region_remote(s, 0) + mark_off(size);
+	return wait_octet(&l, mark, mark_of(idx)) ? -1 : 0;
 }

@@ -14,7 +14,8 @@
 	     "---------------------------------------------"
 
 static const char *const titles[] = {"RDMA WRITE bandwidth", "RDMA READ bandwidth",
-				     "SEND bandwidth", "RDMA WRITE latency", "SEND latency"};
+				     "SEND bandwidth",       "RDMA WRITE latency",
+				     "SEND latency",         "RDMA READ latency"};
 
 static bool tables(const struct perf_sess *s)
 {
@@ -61,6 +62,8 @@ void perf_out_row(struct perf_sess *s, const struct perf_result *r)
 	if (!tables(s))
 		return;
 	FILE *f = s->out;
+	if (r->lat && !r->iters)
+		return; /* a read_lat server: the client has the figures */
 	if (r->lat) {
 		fprintf(f, " %-10" PRIu64 " %-12" PRIu64 " %-12.2f %-16.2f %-12.2f %-12.2f %-10.2f "
 			   "%-12.2f",
@@ -86,7 +89,11 @@ void perf_out_footer(struct perf_sess *s)
 	if (!tables(s))
 		return;
 	fprintf(s->out, "%s\n", LINE);
-	if (perf_is_lat(s->o.test))
+	if (s->o.test == PT_READ_LAT)
+		fprintf(s->out, " Latencies are whole round trips (a Read is one).%s\n",
+			s->o.tcp && !s->server ? " TCP: a 16-octet request, a reply of #bytes; "
+						 "iWARP/TCP compares t_typical." : "");
+	else if (perf_is_lat(s->o.test))
 		fprintf(s->out, " Latencies are half round trips.%s\n",
 			s->o.tcp && !s->server ? " iWARP/TCP compares t_typical: below 1 is faster." : "");
 	fflush(s->out);
@@ -134,8 +141,8 @@ void perf_out_json(struct perf_sess *s, const struct perf_result *rows, int nrow
 	else
 		fprintf(f, "\"iterations\":%" PRIu64 ",", o->iters);
 	fprintf(f, "\"tcp\":%s,\"units\":{\"MiBps\":\"2^20 octets/s\",\"gbps\":\"10^9 bit/s\","
-		   "\"latency\":\"half round trip, microseconds\"},\"results\":[",
-		o->tcp ? "true" : "false");
+		   "\"latency\":\"%s round trip, microseconds\"},\"results\":[",
+		o->tcp ? "true" : "false", o->test == PT_READ_LAT ? "whole" : "half");
 	for (int i = 0; i < nrows; i++) {
 		if (i)
 			fputc(',', f);

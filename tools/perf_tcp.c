@@ -15,7 +15,10 @@
  *    the time between the client's writes is a sample, as for RDMA. When
  *    the iWARP run busy-polls (--poll) both ends read with MSG_DONTWAIT in
  *    a loop instead of sleeping in poll(2), so the ratio compares the same
- *    way of waiting.
+ *    way of waiting. read_lat: the client writes a request of REQ_LEN
+ *    octets (an RDMA Read Request's headers are 28), the server answers
+ *    with size octets, and a sample is the whole round trip, as for the
+ *    Read.
  * TCP_NODELAY on every socket: libiwarp hands each FPDU to TCP at once too.
  * Both ends need this code, so a perftest peer gets no baseline.
  */
@@ -32,6 +35,7 @@
 #include "perf.h"
 
 #define STALL_MS 30000
+#define REQ_LEN 16
 
 int perf_tcp_listen(struct perf_sess *s)
 {
@@ -311,37 +315,55 @@ static int tcp_bw(struct perf_sess *s, const struct sockaddr *peer, uint64_t siz
 	return rc;
 }
 
-static int tcp_lat(struct perf_sess *s, const struct sockaddr *peer, uint64_t size, double *typ)
+/* The server's side of a latency baseline: answer every message of in
+ * octets with out octets, until the client's end of stream. */
+static int lat_serve(int fd, uint8_t *buf, size_t in, size_t out, bool busy)
 {
-	int fd = tcp_open(s, peer);
-	uint8_t *buf = calloc(1, size);
+	int r;
+	while (!(r = read_all(fd, buf, in, busy)))
+		if (write_all(fd, buf, out))
+			return -1;
+	return r == 1 ? 0 : -1;
+}
+
+/* The client's: samples of one exchange each (a round trip over div). */
+static int lat_ask(struct perf_sess *s, int fd, uint8_t *buf, size_t in, size_t out, double div,
+		   double *typ)
+{
 	struct perf_samples posts = {0}, d = {0};
-	int rc = fd < 0 || !buf ? -1 : 0;
 	const struct perf_opts *o = &s->o;
 	double end = perf_now() + o->duration;
 	bool busy = perf_polling(o);
-	if (!rc && s->server) {
-		int r;
-		while (!(r = read_all(fd, buf, size, busy)))
-			if (write_all(fd, buf, size))
-				break;
-		rc = r == 1 ? 0 : -1;
-	} else if (!rc) {
-		for (uint64_t i = 0; !rc && (o->duration > 0 ? perf_now() < end : i < o->iters); i++)
-			rc = perf_samples_add(&posts, perf_now()) || write_all(fd, buf, size) ||
-			     read_all(fd, buf, size, busy);
-		perf_samples_add(&posts, perf_now());
-		shutdown(fd, SHUT_WR);
-		for (size_t i = 1; !rc && i < posts.n; i++)
-			rc = perf_samples_add(&d, (posts.v[i] - posts.v[i - 1]) * 1e6 / 2);
-		struct perf_result r = {0};
-		perf_lat_summary(&d, &r);
-		*typ = r.t_typ;
-	}
-	if (rc)
-		perf_err(s, "TCP latency baseline at %llu octets failed", (unsigned long long)size);
+	int rc = 0;
+	for (uint64_t i = 0; !rc && (o->duration > 0 ? perf_now() < end : i < o->iters); i++)
+		rc = perf_samples_add(&posts, perf_now()) || write_all(fd, buf, out) ||
+		     read_all(fd, buf, in, busy);
+	perf_samples_add(&posts, perf_now());
+	shutdown(fd, SHUT_WR);
+	for (size_t i = 1; !rc && i < posts.n; i++)
+		rc = perf_samples_add(&d, (posts.v[i] - posts.v[i - 1]) * 1e6 / div);
+	struct perf_result r = {0};
+	perf_lat_summary(&d, &r);
+	*typ = r.t_typ;
 	perf_samples_free(&posts);
 	perf_samples_free(&d);
+	return rc;
+}
+
+static int tcp_lat(struct perf_sess *s, const struct sockaddr *peer, uint64_t size, double *typ)
+{
+	int fd = tcp_open(s, peer);
+	uint8_t *buf = calloc(1, size > REQ_LEN ? size : REQ_LEN);
+	int rc = fd < 0 || !buf ? -1 : 0;
+	/* What the client writes, what comes back. */
+	bool read = s->o.test == PT_READ_LAT;
+	size_t ask = read ? REQ_LEN : size;
+	if (!rc && s->server)
+		rc = lat_serve(fd, buf, ask, size, perf_polling(&s->o));
+	else if (!rc)
+		rc = lat_ask(s, fd, buf, size, ask, read ? 1 : 2, typ);
+	if (rc)
+		perf_err(s, "TCP latency baseline at %llu octets failed", (unsigned long long)size);
 	free(buf);
 	if (fd >= 0)
 		close(fd);

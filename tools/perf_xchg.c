@@ -377,7 +377,7 @@ static void ext_pack(uint8_t out[48], const struct perf_opts *o)
 /* The client's parameters, checked as the command line would be. */
 static int ext_unpack(struct perf_opts *o, const uint8_t in[48])
 {
-	if (get32(in) != EXT_MAGIC || in[4] != EXT_VERSION || in[5] > PT_SEND_LAT)
+	if (get32(in) != EXT_MAGIC || in[4] != EXT_VERSION || in[5] > PT_READ_LAT)
 		return -1;
 	o->test = (enum perf_test)in[5];
 	o->bidir = in[6] & EF_BIDIR;
