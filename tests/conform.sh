@@ -95,6 +95,23 @@ for c in json.load(open(sys.argv[2]))["cases"]:
     assert b[:4] == bytes.fromhex("d4c3b2a1") and len(b) > 24 + 3 * 70, c["id"]
 PY
 echo "conform: a capture per case: ok"
+# Before closing an accepted connection or injecting a fault, iwarp-conform
+# waits for the peer's application to be established (the rping server's
+# Read Request): a close in the middle of the peer's handshake is what
+# crashes siw's iw_cm. 1.11 offers ORD 0, so the peer cannot Read there.
+python3 - "$TMP/r.json" <<'PY' || fail "a case closed or injected its fault before the peer was established"
+import json, sys
+for c in json.load(open(sys.argv[1]))["cases"]:
+    ev = c["evidence"]
+    accepted = c["id"].startswith("1.") and c["observed"].startswith("accepted")
+    if accepted and c["id"] != "1.11":
+        assert "settled: the peer's Read was answered" in ev, c["id"]
+    if c["id"].startswith("4.") and c["result"] == "PASS":
+        assert ev.index("the peer's READ sink") < ev.index("verdict"), c["id"]
+    if c["id"] == "1.11":
+        assert "the peer's ORD is 0" in ev, c["id"]
+PY
+echo "conform: accepted connections settle before they close: ok"
 
 # A quirk listed for a case that passes: the peer "changed", so FAIL; one
 # that matches the observed failure signature would be DEVIATES.

@@ -94,6 +94,8 @@ struct cf_conn {
 	uint32_t msn[4]; /* next MSN we send per untagged queue */
 	uint16_t peer_ird; /* the Reply's IRD (0: not negotiated) */
 	uint16_t term_seen; /* the last TERMINATE the peer sent (0: none) */
+	bool peer_reads;    /* the Reply left the peer an ORD above 0 */
+	struct iw_read_req sink; /* the peer's READ sink, learned by cf_settle */
 };
 
 int cf_connect(struct cf_conn *k, struct cf_ctx *c);
@@ -166,6 +168,11 @@ int cf_mpa_read(struct cf_conn *k, struct cf_reply *rep, unsigned ms, enum iw_mp
  * Reply chose (none without P2P); a READ RTR's zero-length Read Response is
  * awaited. 0 or -1 (reported). */
 int cf_mpa_finish(struct cf_conn *k, const struct cf_req *q, const struct cf_reply *rep);
+/* Why the Reply's RTR choice breaks RFC 6581 7.1 for our Request, or NULL. */
+const char *cf_mpa_rtr_problem(const struct cf_req *q, const struct cf_reply *rep);
+/* After an accepting Reply judged illegal: send the RTR the Reply chose
+ * anyway and settle, so that the peer is established before we close. */
+int cf_mpa_complete_anyway(struct cf_conn *k, const struct cf_req *q, const struct cf_reply *rep);
 /* A good connection: rev 2, enhanced, P2P, WRITE RTR, crc as given, M
  * (markers towards us) if markers. */
 int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc, bool markers);
@@ -231,6 +238,21 @@ int cf_out_junit(const char *path, const struct cf_run *runs, size_t n, const st
 int cf_send_msg(struct cf_conn *k, unsigned op, const uint8_t *p, size_t n, size_t seg);
 /* The next segment with opcode op, others skipped. */
 int cf_await_op(struct cf_conn *k, struct cf_seg *g, unsigned op, unsigned ms);
+/* cf_await_op for the peer's first answer after the handshake. Linux 6.1's
+ * siw (siw_accept) enters RDMA mode before it sends its Reply and reads
+ * the RTR only from a data-ready upcall it installs after: an RTR landing
+ * in between sits unread (siw_cm_llp_data_ready ignores data in RDMA
+ * mode), siw never reports ESTABLISHED, and our close then BUG()s its
+ * iw_cm. So after a second of silence one zero-length RDMA Write goes out
+ * (logged) to make the peer read its socket again. */
+int cf_await_first(struct cf_conn *k, struct cf_seg *g, unsigned op, unsigned ms);
 /* Advertise len octets at CF_OUR_STAG and read the peer's Read Request. */
 int cf_learn_sink(struct cf_conn *k, struct iw_read_req *rr, uint32_t len);
+/* Wait until the peer's application is established before a case closes
+ * or injects a fault: an rping server issues its Read only after its accept
+ * saw ESTABLISHED, so we advertise and await the Read Request (k->sink);
+ * with round, we also answer it and take the go-ahead, so that nothing is
+ * pending. 0, or -1 if the peer did not play or cannot Read
+ * (ORD 0), logged. */
+int cf_settle(struct cf_conn *k, bool round);
 #endif

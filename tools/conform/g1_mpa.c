@@ -76,6 +76,9 @@ static const char *reply_problem(const struct cf_req *q, const struct cf_reply *
 	return NULL;
 }
 
+/* A peer that accepted is settled (cf_settle) before the case closes, also
+ * after a Reply we fail: the verdict is about the Reply, and a close in the
+ * middle of the peer's handshake only provokes a crash of its CM. */
 static void judge_accept(struct cf_ctx *c, struct cf_conn *k, const struct cf_req *q,
 			 const struct cf_reply *rep)
 {
@@ -84,10 +87,15 @@ static void judge_accept(struct cf_ctx *c, struct cf_conn *k, const struct cf_re
 
 	snprintf(obs, sizeof(obs), "accepted rev %u%s", rep->f.rev,
 		 iw_mpa_frame_enhanced(&rep->f) ? " enhanced" : "");
-	if (bad)
+	if (!bad && (bad = cf_mpa_rtr_problem(q, rep)))
+		cf_log_add(&c->r->log, "the Reply's RTR types 0x%x, ours 0x%x", rep->f.rtr, q->rtr);
+	if (bad) {
+		cf_mpa_complete_anyway(k, q, rep);
 		return cf_fail(c, obs, "%s", bad);
+	}
 	if (cf_mpa_finish(k, q, rep))
 		return cf_fail(c, "rtr failed", "accepted, but the RTR exchange failed");
+	cf_settle(k, true);
 	cf_pass(c, obs, "accepted: rev %u, flags 0x%02x, IRD %u ORD %u, RTR 0x%x, %u octets of private data",
 		rep->f.rev, rep->f.flags, rep->f.ird, rep->f.ord, rep->f.rtr, rep->f.pd_len);
 }

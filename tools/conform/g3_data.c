@@ -175,7 +175,7 @@ static const char *ping_once(struct ping *p)
 
 	if (send_advert(p, SRC_ADDR, CF_OUR_STAG))
 		return "could not send the source advertisement";
-	if (cf_await_op(p->k, &g, IW_OP_READ_REQ, p->k->c->o->wait_ms))
+	if (cf_await_first(p->k, &g, IW_OP_READ_REQ, p->k->c->o->wait_ms))
 		return "no RDMA READ from the peer";
 	if ((bad = check_read_req(p, &g.s.rdmap.u.read_req)))
 		return bad;
@@ -190,6 +190,18 @@ static const char *ping_once(struct ping *p)
 	if ((bad = take_write(p)))
 		return bad;
 	return memcmp(p->src, p->sink, p->n) ? "the octets written back differ from ours" : NULL;
+}
+
+/* A ping that failed on the peer's TERMINATE is told apart by it, so that
+ * a deviations entry can name that TERMINATE. */
+static void ping_failed(struct cf_ctx *c, const struct cf_conn *k, const char *bad)
+{
+	char obs[32];
+
+	if (!k->term_seen)
+		return cf_fail(c, "ping failed", "%s", bad);
+	snprintf(obs, sizeof(obs), "term %02x %02x", k->term_seen >> 8, k->term_seen & 0xFF);
+	cf_fail(c, obs, "%s (the peer sent TERMINATE %s)", bad, iw_term_str(k->term_seen));
 }
 
 static uint32_t size_of(const struct g3 *a, uint32_t room)
@@ -238,7 +250,7 @@ static void run(struct cf_ctx *c, const void *arg)
 			cf_pass(c, "refused", "the peer refused FPDUs above MULPDU with TERMINATE %s",
 				iw_term_str(k->term_seen));
 		else if (bad)
-			cf_fail(c, "ping failed", "%s", bad);
+			ping_failed(c, k, bad);
 		else
 			cf_pass(c, "ok",
 				"%u octets READ and WRITTEN back intact (CRC %s, markers to us %s, "

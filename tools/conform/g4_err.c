@@ -271,9 +271,13 @@ static void run(struct cf_ctx *c, const void *arg)
 	} else if (a->f == F_MARKER && !k->markers_tx) {
 		cf_skip(c, "the peer does not ask for markers (no M in its Reply): run this case "
 			   "against a peer that does (iwarp-ping -s --markers)");
-	} else if (a->sink && cf_learn_sink(k, &rr, 64)) {
+	} else if (cf_settle(k, !a->sink) && a->sink) {
+		/* Faults go in only once the peer is established (cf_settle);
+		 * the sink cases keep the peer's Read outstanding, the others
+		 * finish the round so that nothing of ours is pending. */
 		cf_skip(c, "the peer does not speak the rping protocol (no Read Request)");
 	} else {
+		rr = k->sink;
 		build(k, a, &rr, &s, &n);
 		if (inject(k, a, &s, n))
 			cf_fail(c, "send failed", "could not send the faulty FPDU");

@@ -138,13 +138,13 @@ int cf_mpa_try(struct cf_conn *k, struct cf_ctx *c, const struct cf_req *q, stru
 static int await_read_resp(struct cf_conn *k)
 {
 	struct cf_seg g = {0};
-	int rc = cf_seg_recv(k, &g, k->c->o->wait_ms);
+	int rc = cf_await_first(k, &g, IW_OP_READ_RESP, k->c->o->wait_ms);
 
 	if (rc) {
 		cf_log_add(&k->c->r->log, "no Read Response to the READ RTR: %s", cf_io_str(rc));
 		return -1;
 	}
-	if (iw_ddp_opcode(&g.s.ddp) != IW_OP_READ_RESP || g.pl_len) {
+	if (g.pl_len) {
 		cf_log_add(&k->c->r->log, "the READ RTR was answered by %s, %zu octets",
 			   iw_rdmap_opcode_str(iw_ddp_opcode(&g.s.ddp)), g.pl_len);
 		return -1;
@@ -173,7 +173,19 @@ static int send_rtr(struct cf_conn *k, uint8_t rtr)
 	return await_read_resp(k);
 }
 
-int cf_mpa_finish(struct cf_conn *k, const struct cf_req *q, const struct cf_reply *rep)
+const char *cf_mpa_rtr_problem(const struct cf_req *q, const struct cf_reply *rep)
+{
+	uint8_t rtr = rep->f.rtr;
+
+	if (!iw_mpa_frame_enhanced(&rep->f) || !rep->f.p2p)
+		return NULL;
+	if (!rtr || (rtr & (rtr - 1)))
+		return "the Reply chose no single RTR type";
+	return (rtr & q->rtr) ? NULL : "the Reply chose an RTR type we did not offer";
+}
+
+/* The FPDU codecs for what the Request and Reply agreed. */
+static void agree(struct cf_conn *k, const struct cf_req *q, const struct cf_reply *rep)
 {
 	k->crc = ((q->flags | rep->f.flags) & IW_MPA_FLAG_C) != 0;
 	k->markers_tx = (rep->f.flags & IW_MPA_FLAG_M) != 0;
@@ -181,14 +193,35 @@ int cf_mpa_finish(struct cf_conn *k, const struct cf_req *q, const struct cf_rep
 	iw_fpdu_tx_init(&k->tx, k->crc, k->markers_tx, 0);
 	iw_fpdu_rx_init(&k->rx, k->crc, k->markers_rx, 0, 0, 0);
 	k->peer_ird = iw_mpa_frame_enhanced(&rep->f) ? rep->f.ird : 0;
+	k->peer_reads = !iw_mpa_frame_enhanced(&rep->f) || rep->f.ord > 0;
+}
+
+int cf_mpa_finish(struct cf_conn *k, const struct cf_req *q, const struct cf_reply *rep)
+{
+	const char *bad = cf_mpa_rtr_problem(q, rep);
+
+	agree(k, q, rep);
 	if (!iw_mpa_frame_enhanced(&rep->f) || !rep->f.p2p)
 		return 0;
-	if (!rep->f.rtr || (rep->f.rtr & (rep->f.rtr - 1)) || !(rep->f.rtr & q->rtr)) {
-		cf_log_add(&k->c->r->log, "the Reply chose RTR set 0x%x of our 0x%x", rep->f.rtr,
-			   q->rtr);
+	if (bad) {
+		cf_log_add(&k->c->r->log, "%s: 0x%x of our 0x%x", bad, rep->f.rtr, q->rtr);
 		return -1;
 	}
 	return send_rtr(k, rep->f.rtr);
+}
+
+int cf_mpa_complete_anyway(struct cf_conn *k, const struct cf_req *q, const struct cf_reply *rep)
+{
+	uint8_t rtr = rep->f.rtr;
+
+	agree(k, q, rep);
+	cf_log_add(&k->c->r->log, "completing the handshake the Reply asked for, so that the "
+				  "peer is established before we close");
+	if (iw_mpa_frame_enhanced(&rep->f) && rep->f.p2p) {
+		if (!rtr || (rtr & (rtr - 1)) || send_rtr(k, rtr))
+			return -1;
+	}
+	return cf_settle(k, true);
 }
 
 int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc, bool markers)
