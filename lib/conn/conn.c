@@ -563,6 +563,18 @@ unsigned iw_conn_tx_sent(struct iw_conn *c, size_t n)
 	return 0;
 }
 
+int iw_conn_tx_sent_iov(struct iw_conn *c, size_t n, struct iovec *iov, int cap, unsigned *ev)
+{
+	if (cap <= 0 || !atomic_load_explicit(&c->tx_engine, memory_order_acquire) ||
+	    atomic_load(&c->tx_stop)) {
+		*ev |= iw_conn_tx_sent(c, n);
+		return iw_conn_tx_iov(c, iov, cap);
+	}
+	if (n)
+		atomic_store_explicit(&c->tx_any, true, memory_order_relaxed);
+	return c->ops->tx_sent_iov(c->qp, n, iov, cap);
+}
+
 bool iw_conn_tx_shared(const struct iw_conn *c)
 {
 	return atomic_load_explicit(&c->tx_engine, memory_order_acquire);

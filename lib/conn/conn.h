@@ -205,6 +205,9 @@ unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, 
  * returns the count (0: nothing) or a negative errno from the engine. */
 int iw_conn_tx_iov(struct iw_conn *c, struct iovec *iov, int cap);
 unsigned iw_conn_tx_sent(struct iw_conn *c, size_t n);
+/* iw_conn_tx_sent (its events into *ev), then iw_conn_tx_iov: in the data
+ * phase one locked step of the engine instead of two. */
+int iw_conn_tx_sent_iov(struct iw_conn *c, size_t n, struct iovec *iov, int cap, unsigned *ev);
 bool iw_conn_tx_shared(const struct iw_conn *c);
 bool iw_conn_wants_loop(struct iw_conn *c);
 

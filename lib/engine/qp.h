@@ -283,6 +283,8 @@ int iw_qp_rx_direct_done(struct iw_qp *qp, size_t n);
 /* Outbound octets ready: fills iov (up to cap), returns count (0: nothing). */
 int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap);
 void iw_qp_tx_sent(struct iw_qp *qp, size_t n);
+/* iw_qp_tx_sent then iw_qp_tx_iov, under one lock. */
+int iw_qp_tx_sent_iov(struct iw_qp *qp, size_t n, struct iovec *iov, int cap);
 bool iw_qp_tx_pending(struct iw_qp *qp);
 /* Queue a zero-length RDMA Write (STag 1) at the next message boundary: it
  * makes a peer that left earlier FPDUs unread look at its socket again

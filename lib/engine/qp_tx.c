@@ -418,9 +418,8 @@ int iw_qp_tx_build_locked(struct iw_qp *qp)
 
 /* ------------------------------------------------------------ glue side */
 
-int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
+static int tx_iov_locked(struct iw_qp *qp, struct iovec *iov, int cap)
 {
-	iw_qp_lock(qp);
 	int rc = iw_qp_tx_build_locked(qp);
 	int n = 0;
 	if (rc == 0 && qp->txq) {
@@ -432,8 +431,15 @@ int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
 	if (iw_txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark &&
 	    !iw_txq_keep(qp))
 		iw_txq_free(qp);
-	iw_qp_unlock(qp);
 	return rc < 0 ? rc : n;
+}
+
+int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
+{
+	iw_qp_lock(qp);
+	int n = tx_iov_locked(qp, iov, cap);
+	iw_qp_unlock(qp);
+	return n;
 }
 
 bool iw_qp_tx_pending_locked(const struct iw_qp *qp)
@@ -473,14 +479,11 @@ static void txq_drained(struct iw_qp *qp)
 		iw_qp_flush_locked(qp);
 }
 
-void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
+static void tx_sent_locked(struct iw_qp *qp, size_t n)
 {
-	iw_qp_lock(qp);
 	struct iw_txq *q = qp->txq;
-	if (!q) {
-		iw_qp_unlock(qp);
+	if (!q)
 		return;
-	}
 	q->sent += n;
 	while (n && q->first < q->cnt) {
 		struct iovec *v = &q->iov[q->first];
@@ -496,7 +499,24 @@ void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
 	iw_qp_complete_sq_locked(qp);
 	if (q->first == q->cnt)
 		txq_drained(qp);
+}
+
+void iw_qp_tx_sent(struct iw_qp *qp, size_t n)
+{
+	iw_qp_lock(qp);
+	tx_sent_locked(qp, n);
 	iw_qp_unlock(qp);
+}
+
+/* A write's outcome and the next write's iovecs in one locked step: the
+ * small message of a ping-pong took two lock round trips here. */
+int iw_qp_tx_sent_iov(struct iw_qp *qp, size_t n, struct iovec *iov, int cap)
+{
+	iw_qp_lock(qp);
+	tx_sent_locked(qp, n);
+	int rc = tx_iov_locked(qp, iov, cap);
+	iw_qp_unlock(qp);
+	return rc;
 }
 
 /* The connection is gone: queued octets will never be written. Drop their

@@ -294,10 +294,8 @@ static ssize_t sendmsg_traced(struct iw_cm_id_int *id, struct msghdr *m)
 static int write_loop(struct iw_cm_id_int *id, unsigned *ev)
 {
 	struct iovec iov[IW_TX_IOV];
-	for (;;) {
-		int n = iw_conn_tx_iov(&id->conn, iov, IW_TX_IOV);
-		if (n <= 0)
-			return n;
+	int n = iw_conn_tx_iov(&id->conn, iov, IW_TX_IOV);
+	while (n > 0) {
 		struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
 		ssize_t w = id->trace ? sendmsg_traced(id, &m)
 				      : sendmsg(id->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -306,8 +304,9 @@ static int write_loop(struct iw_cm_id_int *id, unsigned *ev)
 				continue;
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -sock_err(id, errno);
 		}
-		*ev |= iw_conn_tx_sent(&id->conn, (size_t)w);
+		n = iw_conn_tx_sent_iov(&id->conn, (size_t)w, iov, IW_TX_IOV, ev);
 	}
+	return n;
 }
 
 /* Write from whichever thread gets the lock; a thread that finds it taken
