@@ -13,6 +13,7 @@
 #include "base/alloc.h"
 #include "io/ev.h"
 #include "io/cm_int.h"
+#include "engine/qp_txq.h"
 #include "diag/trace.h"
 #include "base/visibility.h"
 
@@ -60,6 +61,7 @@ void iw_context_core_free(struct iw_context *ctx)
 	iw_async_cleanup(ctx);
 	iw_mem_table_cleanup(&ctx->mem);
 	iw_poll_set_cleanup(&ctx->poll);
+	iw_txq_spare_free(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	iw_trace_free(ctx->trace, NULL);
 	/* The allocator lives in ctx: use a copy to free ctx itself. */

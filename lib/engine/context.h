@@ -20,6 +20,8 @@ struct iw_ev;    /* ev.c's per-context state */
 struct iw_trace; /* trace.c */
 struct iw_qp;
 
+struct iw_txq;
+
 struct iw_context {
 	/* The application's allocator (NULL: libc's), a copy in alloc_ops. */
 	const struct iw_alloc_ops *alloc;
@@ -48,6 +50,9 @@ struct iw_context {
 	 * each QP completing into it: the loop reads for them again. */
 	unsigned (*progress_armed)(struct iw_qp *qp);
 	unsigned (*handback)(struct iw_qp *qp);
+	/* One drained transmit queue kept for the next QP that transmits
+	 * (qp_txq.c): idle QPs hold none. */
+	struct iw_txq *_Atomic txq_spare;
 };
 
 /* One queued asynchronous event (heap). iw_get_async_event copies the event

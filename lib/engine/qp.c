@@ -67,28 +67,51 @@ static uint32_t ring_size(uint32_t n)
 	return r;
 }
 
-static int qp_alloc_rings(struct iw_qp *qp)
+/* The rings are allocated at the first post to them, not at creation: an
+ * idle connection (a target's thousands waiting for their host) pays for
+ * no WQE slots until it is used (issue 13). The sizes are fixed now. */
+static void qp_size_rings(struct iw_qp *qp)
 {
 	qp->sq_size = ring_size(qp->cap.max_send_wr);
-	const struct iw_alloc_ops *a = qp->context->alloc;
-	qp->sq = iw_calloc(a, qp->sq_size, sizeof(*qp->sq));
-	if (!qp->sq || iw_wqe_sges_alloc(&qp->sq_sges, a, qp->sq_size, qp->cap.max_send_sge))
-		return ENOMEM;
-	for (uint32_t i = 0; i < qp->sq_size; i++)
-		iw_wqe_sges_slice(&qp->sq_sges, i, qp->cap.max_send_sge, &qp->sq[i].sge,
-				  &qp->sq[i].sge_ptr, &qp->sq[i].sge_mr);
-	if (!qp->srq) {
+	if (!qp->srq)
 		qp->rq_size = ring_size(qp->cap.max_recv_wr);
-		qp->rq = iw_calloc(a, qp->rq_size, sizeof(*qp->rq));
-		if (!qp->rq || iw_wqe_sges_alloc(&qp->rq_sges, a, qp->rq_size, qp->cap.max_recv_sge))
-			return ENOMEM;
-		for (uint32_t i = 0; i < qp->rq_size; i++)
-			iw_wqe_sges_slice(&qp->rq_sges, i, qp->cap.max_recv_sge, &qp->rq[i].sge,
-					  &qp->rq[i].sge_ptr, &qp->rq[i].sge_mr);
-	}
 	/* The ORQ and IRQ are sized when the connection negotiates ORD and
 	 * IRD (iw_qp_start): most of IW_MAX_ORD_IRD would sit unused. */
-	return 0;
+}
+
+/* n WQEs of elem octets and their SGE storage, or NULL. */
+static void *ring_alloc(struct iw_qp *qp, uint32_t n, size_t elem, struct iw_wqe_sges *st,
+			uint32_t max_sge)
+{
+	const struct iw_alloc_ops *a = qp->context->alloc;
+	void *ring = iw_calloc(a, n, elem);
+	if (ring && iw_wqe_sges_alloc(st, a, n, max_sge)) {
+		iw_free(a, ring);
+		ring = NULL;
+	}
+	return ring;
+}
+
+static int sq_alloc(struct iw_qp *qp)
+{
+	struct iw_swqe *sq = ring_alloc(qp, qp->sq_size, sizeof(*sq), &qp->sq_sges,
+					qp->cap.max_send_sge);
+	for (uint32_t i = 0; sq && i < qp->sq_size; i++)
+		iw_wqe_sges_slice(&qp->sq_sges, i, qp->cap.max_send_sge, &sq[i].sge,
+				  &sq[i].sge_ptr, &sq[i].sge_mr);
+	qp->sq = sq;
+	return sq ? 0 : ENOMEM;
+}
+
+static int rq_alloc(struct iw_qp *qp)
+{
+	struct iw_rwqe *rq = ring_alloc(qp, qp->rq_size, sizeof(*rq), &qp->rq_sges,
+					qp->cap.max_recv_sge);
+	for (uint32_t i = 0; rq && i < qp->rq_size; i++)
+		iw_wqe_sges_slice(&qp->rq_sges, i, qp->cap.max_recv_sge, &rq[i].sge,
+				  &rq[i].sge_ptr, &rq[i].sge_mr);
+	qp->rq = rq;
+	return rq ? 0 : ENOMEM;
 }
 
 static void qp_free(struct iw_qp *qp)
@@ -132,7 +155,8 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 	/* Every QP inlines at least 256 octets (MPI stacks broke at 64). */
 	if (qp->cap.max_inline_data < 256)
 		qp->cap.max_inline_data = 256;
-	if (qp_alloc_rings(qp) || !qp_slot_take(qp->context)) {
+	qp_size_rings(qp);
+	if (!qp_slot_take(qp->context)) {
 		qp_free(qp);
 		errno = ENOMEM;
 		return NULL;
@@ -505,7 +529,7 @@ static int post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr 
 			rc = EINVAL;
 			break;
 		}
-		if (qp->sq_tail - qp->sq_head >= qp->cap.max_send_wr) {
+		if (qp->sq_tail - qp->sq_head >= qp->cap.max_send_wr || (!qp->sq && sq_alloc(qp))) {
 			rc = ENOMEM;
 			break;
 		}
@@ -577,7 +601,7 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 			rc = EINVAL;
 			break;
 		}
-		if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr) {
+		if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr || (!qp->rq && rq_alloc(qp))) {
 			rc = ENOMEM;
 			break;
 		}

@@ -126,9 +126,8 @@ struct iw_irqe {
 #define IW_TXQ_RESERVE_IOV 8
 #define IW_TXQ_RESERVE_HDR 256
 
-/* Outbound FPDUs gathered for writev. Allocated at the QP's first
- * transmission and kept while its connection runs (no malloc per burst);
- * freed once the QP is in ERR and drained, or its connection is lost.
+/* Outbound FPDUs gathered for writev. Held only while the QP has octets
+ * to write (qp_txq.c: drained queues go to the context's spare slot).
  * Headers, markers and trailers are copied into hdr; payload iovecs point at
  * registered memory (kept alive by the WQE's MR references). */
 struct iw_txq {

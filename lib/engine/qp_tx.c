@@ -427,10 +427,9 @@ static int tx_iov_locked(struct iw_qp *qp, struct iovec *iov, int cap)
 		for (int i = q->first; i < q->cnt && n < cap; i++)
 			iov[n++] = q->iov[i];
 	}
-	/* Nothing to send on a QP that is done: let the queue go. */
-	if (iw_txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark &&
-	    !iw_txq_keep(qp))
-		iw_txq_free(qp);
+	/* Nothing left to send: let the queue go (iw_txq_get). */
+	if (iw_txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark)
+		iw_txq_put(qp);
 	return rc < 0 ? rc : n;
 }
 
@@ -466,15 +465,11 @@ static void run_marks(struct iw_qp *qp)
 	}
 }
 
-/* The queue drained (every mark has run): empty it for the next burst, or
- * free it once the QP is done transmitting. */
+/* The queue drained (every mark has run): let it go until the next burst;
+ * a QP in ERR can flush now that nothing points into its WQEs. */
 static void txq_drained(struct iw_qp *qp)
 {
-	if (iw_txq_keep(qp)) {
-		iw_txq_reset(qp->txq);
-		return;
-	}
-	iw_txq_free(qp);
+	iw_txq_put(qp);
 	if (qp->state == IW_QPS_ERR)
 		iw_qp_flush_locked(qp);
 }

@@ -26,24 +26,38 @@ void iw_txq_reset(struct iw_txq *q)
 	q->queued = q->sent = 0;
 }
 
-/* The queue is allocated at the QP's first transmission and kept while it
- * runs (a malloc and free of ~37 KB per burst showed in profiles); it is
- * freed when the QP reaches ERR with the queue drained, when the connection
- * is lost, and when the QP is destroyed (iw_qp_txq_discard_locked). */
+/* The queue is allocated when the QP transmits and let go as soon as it
+ * drains: ~37 KB held by every idle connection would be most of what it
+ * costs (issue 13). The context keeps one drained queue aside for the next
+ * QP that transmits, so a ping-pong does not malloc and free it per message
+ * (which showed in profiles); the slot is one atomic pointer, so
+ * connections on different loops share no lock through it. */
 struct iw_txq *iw_txq_get(struct iw_qp *qp)
 {
 	if (!qp->txq) {
-		qp->txq = iw_malloc(qp->context->alloc, sizeof(*qp->txq));
+		qp->txq = atomic_exchange_explicit(&qp->context->txq_spare, NULL,
+						   memory_order_acquire);
+		if (!qp->txq)
+			qp->txq = iw_malloc(qp->context->alloc, sizeof(*qp->txq));
 		if (qp->txq)
 			iw_txq_reset(qp->txq);
 	}
 	return qp->txq;
 }
 
-/* A QP that will not transmit again has no use for its queue. */
-bool iw_txq_keep(const struct iw_qp *qp)
+void iw_txq_put(struct iw_qp *qp)
 {
-	return qp->connected && !qp->terminated && qp->state != IW_QPS_ERR;
+	struct iw_txq *q = qp->txq, *none = NULL;
+	qp->txq = NULL;
+	if (q && !atomic_compare_exchange_strong_explicit(&qp->context->txq_spare, &none, q,
+							  memory_order_release,
+							  memory_order_relaxed))
+		iw_free(qp->context->alloc, q);
+}
+
+void iw_txq_spare_free(struct iw_context *ctx)
+{
+	iw_free(ctx->alloc, atomic_exchange(&ctx->txq_spare, NULL));
 }
 
 bool iw_txq_empty(const struct iw_txq *q)
@@ -141,13 +155,6 @@ void iw_txq_mark(struct iw_qp *qp, uint32_t sq_idx, bool sq, struct iw_mr_int *p
 	m->put = put;
 }
 
-
-void iw_txq_free(struct iw_qp *qp)
-{
-	iw_free(qp->context->alloc, qp->txq);
-	qp->txq = NULL;
-}
-
 void iw_qp_txq_discard_locked(struct iw_qp *qp)
 {
 	struct iw_txq *q = qp->txq;
@@ -155,7 +162,7 @@ void iw_qp_txq_discard_locked(struct iw_qp *qp)
 		return;
 	while (q->first_mark < q->num_mark)
 		iw_mem_put(q->mark[q->first_mark++].put);
-	iw_txq_free(qp);
+	iw_txq_put(qp);
 	/* A message cut short is not resumed: its WQE flushes. */
 	qp->tx_cur = IW_TX_NONE;
 }

@@ -15,13 +15,14 @@
 
 /* Counters to zero (the arrays are written before they are read). */
 void iw_txq_reset(struct iw_txq *q);
-/* The QP's queue, allocated at its first transmission; NULL when out of
- * memory. */
+/* The QP's queue while it transmits: the context's spare or a new one;
+ * NULL when out of memory. */
 struct iw_txq *iw_txq_get(struct iw_qp *qp);
-/* Free the queue (nothing in it may still be needed). */
-void iw_txq_free(struct iw_qp *qp);
-/* The QP will transmit again: keep the queue between bursts. */
-bool iw_txq_keep(const struct iw_qp *qp);
+/* Let the queue go (nothing in it may still be needed): to the context's
+ * spare slot, or freed when the slot is taken. */
+void iw_txq_put(struct iw_qp *qp);
+/* iw_context_core_free: free the spare. */
+void iw_txq_spare_free(struct iw_context *ctx);
 /* q NULL or every iovec written. */
 bool iw_txq_empty(const struct iw_txq *q);
 /* Room for one FPDU of ulpdu octets with n payload pieces; reserve keeps
