@@ -30,12 +30,14 @@ enum perf_exit {
 	PX_CONNECT = 3, /* could not listen, connect or set up the connections */
 };
 
-enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_WRITE_LAT, PT_SEND_LAT, PT_READ_LAT };
+enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_WRITE_LAT, PT_SEND_LAT, PT_READ_LAT,
+		 PT_CONNECT };
 enum perf_role { ROLE_LOOPBACK, ROLE_SERVER, ROLE_CLIENT, ROLE_IDLE };
 
 #define PERF_MAX_SIZE (8u << 20)   /* perftest's MAX_SIZE: -a goes up to 2^23 */
 #define PERF_DEF_PORT 18515        /* perftest's DEF_PORT */
 #define PERF_MAX_QPS 64
+#define PERF_MAX_INFLIGHT 1024 /* --test connect -q */
 #define PERF_MAX_DEPTH 8192
 
 struct perf_opts {
@@ -227,6 +229,18 @@ struct perf_progress {
 };
 void perf_progress_start(struct perf_progress *p, const struct perf_sess *s, uint64_t size);
 void perf_progress_tick(struct perf_progress *p, uint64_t msgs);
+
+/* ------------------------------------------------------------ setup rate */
+
+/* --test connect (perf_connrate.c, perf_connrate_tcp.c). */
+int perf_connrate_client(struct perf_sess *s, const struct sockaddr *dst);
+int perf_connrate_server(struct perf_sess *s);
+int perf_connrate_tcp(struct perf_sess *s, const struct sockaddr *peer, struct perf_result *out);
+struct tcp_acceptor;
+struct tcp_acceptor *perf_connrate_tcp_serve(struct perf_sess *s);
+void perf_connrate_tcp_stop(struct tcp_acceptor *a);
+/* A message from the peer waits on the comm connection (never blocks). */
+bool perf_comm_ready(struct perf_sess *s);
 
 /* ------------------------------------------------------------ idle */
 

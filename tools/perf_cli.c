@@ -32,7 +32,10 @@ static const char usage_text[] =
 	"takes the client's test options.\n"
 	"\n"
 	"  --test T       write, read, send (bandwidth; default write), write_lat, send_lat,\n"
-	"                 read_lat (RDMA READ round trips, as ib_read_lat; iwarp-perf peers)\n"
+	"                 read_lat (RDMA READ round trips, as ib_read_lat; iwarp-perf peers),\n"
+	"                 connect (setups per second: TCP connect, MPA exchange, ESTABLISHED\n"
+	"                 on both sides, disconnect; -q in flight, up to 1024; default -D 2;\n"
+	"                 --tcp adds plain TCP connect/accept/close)\n"
 	"  -s size        message size, 1 to 8M (k and m suffixes: KiB, MiB); default\n"
 	"                 65536, latency tests 2\n"
 	"  -a             sweep sizes 2, 4, ... 8M (perftest's -a); --max-size ends it earlier\n"
@@ -71,8 +74,8 @@ static const char usage_text[] =
 
 const char *perf_test_name(enum perf_test t)
 {
-	static const char *const names[] = {"write",	 "read",     "send",
-					    "write_lat", "send_lat", "read_lat"};
+	static const char *const names[] = {"write",     "read",     "send",
+					    "write_lat", "send_lat", "read_lat", "connect"};
 	return names[t];
 }
 
@@ -134,7 +137,7 @@ static int test_of(const char *s, enum perf_test *t)
 	for (char *c = buf; *c; c++)
 		if (*c == '-')
 			*c = '_';
-	for (int i = 0; i <= PT_READ_LAT; i++)
+	for (int i = 0; i <= PT_CONNECT; i++)
 		if (!strcmp(buf, perf_test_name((enum perf_test)i))) {
 			*t = (enum perf_test)i;
 			return 0;
@@ -175,8 +178,8 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 		o->rx_depth = (uint32_t)u;
 		return 0;
 	case 'q':
-		if (whole(arg, 1, PERF_MAX_QPS, &u))
-			return bad("-q %s: from 1 to 64", arg);
+		if (whole(arg, 1, PERF_MAX_INFLIGHT, &u)) /* 64 but for connect: check() */
+			return bad("-q %s: from 1 to 64 (1024 for --test connect)", arg);
 		o->qps = (uint32_t)u;
 		return 0;
 	case 'o':
@@ -230,9 +233,11 @@ static void defaults(struct perf_opts *o, const struct given *g)
 	bool lat = perf_is_lat(o->test);
 	if (!g->size)
 		o->size = lat ? 2 : 65536;
-	if (!g->iters && !g->dur)
+	if (!g->iters && !g->dur && o->test == PT_CONNECT)
+		o->duration = 2;
+	else if (!g->iters && !g->dur)
 		o->iters = lat ? 1000 : 5000;
-	if (g->dur)
+	if (g->dur || o->duration > 0)
 		o->iters = 0;
 	if (!g->depth) /* --idle keeps the first cut's 32 */
 		o->tx_depth = o->idle ? 32 : lat ? 1 : 128;
@@ -253,6 +258,10 @@ static int check(const struct perf_opts *o, const struct given *g)
 		return bad("%s", "--server, --loopback and an address exclude each other");
 	if (o->idle && (o->server || g->server))
 		return bad("%s", "--idle runs in this process only");
+	if (o->test != PT_CONNECT && o->qps > PERF_MAX_QPS)
+		return bad("-q %u: from 1 to 64 (1024 for --test connect)", o->qps);
+	if (o->test == PT_CONNECT && (o->bidir || o->sweep || g->size))
+		return bad("%s", "--test connect takes no -b, -a or -s");
 	if (perf_is_lat(o->test) && (o->qps > 1 || o->bidir))
 		return bad("%s", "latency tests use one QP, one direction (no -q, -b)");
 	if (o->sweep && g->dur)

@@ -211,6 +211,8 @@ int perf_flow(struct perf_sess *s, struct perf_result *rows, int *nrows)
 		return flow_send_lat(s, rows, nrows);
 	case PT_READ_LAT:
 		return flow_read_lat(s, rows, nrows);
+	case PT_CONNECT:
+		break; /* perf_connrate.c: no data connections, no perftest flow */
 	}
 	return -1;
 }

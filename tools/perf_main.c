@@ -28,6 +28,8 @@ static int setup_client(struct perf_sess *s, const struct sockaddr *dst)
 		perf_err(s, "--tcp needs iwarp-perf at the other end: no TCP baseline");
 		s->o.tcp = false;
 	}
+	if (s->o.test == PT_CONNECT)
+		return PX_OK; /* its connections are the test (perf_connrate.c) */
 	if (perf_data_alloc(s) || perf_hand_shake(s, 0))
 		return PX_FAIL;
 	rc = perf_data_connect(s, dst);
@@ -43,6 +45,8 @@ static int setup_server(struct perf_sess *s, bool loop)
 		return rc;
 	if (perf_preamble(s) || perf_ext_exchange(s))
 		return PX_FAIL;
+	if (s->o.test == PT_CONNECT)
+		return PX_OK;
 	if (perf_data_alloc(s) || perf_hand_shake(s, 0))
 		return PX_FAIL;
 	rc = perf_data_accept(s);
@@ -53,10 +57,24 @@ static int setup_server(struct perf_sess *s, bool loop)
 
 /* The test, the teardown of the data connections, the TCP baseline and the
  * results. */
+/* --test connect: the setup loop on both sides, the server's TCP baseline
+ * acceptor beside it. */
+static int run_connect(struct perf_sess *s, const struct sockaddr *peer)
+{
+	if (!s->server)
+		return perf_connrate_client(s, peer);
+	struct tcp_acceptor *a = s->o.tcp ? perf_connrate_tcp_serve(s) : NULL;
+	int rc = perf_connrate_server(s);
+	perf_connrate_tcp_stop(a);
+	return rc;
+}
+
 static int run(struct perf_sess *s, const struct sockaddr *peer)
 {
 	struct perf_result rows[MAX_ROWS];
 	int nrows = 0;
+	if (s->o.test == PT_CONNECT)
+		return run_connect(s, peer);
 	perf_fill_dests(s);
 	perf_out_header(s);
 	if (perf_flow(s, rows, &nrows))

@@ -99,6 +99,21 @@ static int post_recv(struct perf_sess *s, int idx)
 	return iw_post_recv(s->comm.id->qp, &wr, &bad);
 }
 
+/* Note comm completions: sends done, messages ready, a failure. */
+static void comm_take(struct perf_sess *s, const struct iw_wc *wc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IW_WC_SUCCESS)
+			s->comm.broken = true;
+		else if (wc[i].opcode == IW_WC_SEND)
+			s->comm.sends_done++;
+		else if (s->comm.nready < 4) {
+			s->comm.ready[s->comm.nready] = (int)wc[i].wr_id - 1;
+			s->comm.ready_len[s->comm.nready++] = wc[i].byte_len;
+		}
+	}
+}
+
 /* Collect comm completions for up to ms (-1: until one comes). A failed
  * completion (the peer closed: the other receive is flushed) marks the
  * connection broken but what came before it is still delivered. */
@@ -111,16 +126,7 @@ static int comm_poll(struct perf_sess *s, int ms)
 		if (left < 0)
 			left = 0;
 		int n = perf_wait_cq(s, s->comm.cc, s->comm.cq, wc, 4, left > 1000 ? 1000 : left);
-		for (int i = 0; i < n; i++) {
-			if (wc[i].status != IW_WC_SUCCESS)
-				s->comm.broken = true;
-			else if (wc[i].opcode == IW_WC_SEND)
-				s->comm.sends_done++;
-			else if (s->comm.nready < 4) {
-				s->comm.ready[s->comm.nready] = (int)wc[i].wr_id - 1;
-				s->comm.ready_len[s->comm.nready++] = wc[i].byte_len;
-			}
-		}
+		comm_take(s, wc, n);
 		if (n > 0)
 			return 0;
 		if (n < 0 || s->dead || s->comm.broken) {
@@ -132,6 +138,15 @@ static int comm_poll(struct perf_sess *s, int ms)
 			return -1;
 		}
 	}
+}
+
+/* Completions already there, without waiting or touching CM events (a
+ * server in the setup-rate loop takes those itself). */
+bool perf_comm_ready(struct perf_sess *s)
+{
+	struct iw_wc wc[4];
+	comm_take(s, wc, iw_poll_cq(s->comm.cq, 4, wc));
+	return s->comm.nready > 0 || s->comm.broken;
 }
 
 static int comm_send(struct perf_sess *s, const void *data, size_t len)
@@ -377,7 +392,7 @@ static void ext_pack(uint8_t out[48], const struct perf_opts *o)
 /* The client's parameters, checked as the command line would be. */
 static int ext_unpack(struct perf_opts *o, const uint8_t in[48])
 {
-	if (get32(in) != EXT_MAGIC || in[4] != EXT_VERSION || in[5] > PT_READ_LAT)
+	if (get32(in) != EXT_MAGIC || in[4] != EXT_VERSION || in[5] > PT_CONNECT)
 		return -1;
 	o->test = (enum perf_test)in[5];
 	o->bidir = in[6] & EF_BIDIR;
@@ -396,7 +411,8 @@ static int ext_unpack(struct perf_opts *o, const uint8_t in[48])
 	o->out_reads = get32(in + 44);
 	if (o->size < 1 || o->size > PERF_MAX_SIZE || o->max_size > PERF_MAX_SIZE ||
 	    (!o->iters && o->duration <= 0) || o->tx_depth < 1 || o->tx_depth > PERF_MAX_DEPTH ||
-	    o->rx_depth < 1 || o->rx_depth > 16384 || o->qps < 1 || o->qps > PERF_MAX_QPS ||
+	    o->rx_depth < 1 || o->rx_depth > 16384 || o->qps < 1 ||
+	    o->qps > (o->test == PT_CONNECT ? PERF_MAX_INFLIGHT : PERF_MAX_QPS) ||
 	    o->out_reads < 1 || o->out_reads > 128)
 		return -1;
 	return 0;
