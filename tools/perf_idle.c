@@ -2,8 +2,10 @@
 /*
  * --idle N: the heap an idle connection costs. N connection pairs between
  * two contexts of this process over 127.0.0.1; the growth of malloc's
- * in-use figure (mallinfo2) over the pairs, per endpoint. Kernel socket
- * buffers are not counted.
+ * in-use figure (mallinfo2) and of the resident set over the pairs, per
+ * endpoint. Kernel socket buffers are not counted. Every socket is a
+ * descriptor: the soft RLIMIT_NOFILE is raised to the hard limit first,
+ * and an N that cannot fit under it is refused before anything is made.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,6 +13,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "perf.h"
 
@@ -25,6 +29,58 @@ static size_t heap_used(void)
 {
 	struct mallinfo2 mi = mallinfo2();
 	return mi.uordblks + mi.hblkhd;
+}
+
+/* Descriptors besides the sockets: stdio, both contexts' loops and
+ * channels, the listener, libevent's epoll and signal fds. */
+#define IDLE_FD_SLACK 64
+
+/* Resident set in bytes (/proc/self/statm), 0 if unknown. */
+static size_t rss_bytes(void)
+{
+	unsigned long size, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &res) != 2)
+		res = 0;
+	fclose(f);
+	return res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Threads of this process (/proc/self/status), 0 if unknown. */
+static int threads_now(void)
+{
+	char line[128];
+	int n = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Raise the soft descriptor limit to the hard one; 0 if n pairs fit. */
+static int fds_for(int n)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -1;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rlim_t need = 2 * (rlim_t)n + IDLE_FD_SLACK;
+	if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur) {
+		long fit = ((long)rl.rlim_cur - IDLE_FD_SLACK) / 2;
+		fprintf(stderr, "iwarp-perf: --idle %d needs about %lu descriptors (two sockets a "
+			"pair) but RLIMIT_NOFILE allows %lu (hard limit %lu): at most %ld pairs "
+			"fit here\n", n, (unsigned long)need, (unsigned long)rl.rlim_cur,
+			(unsigned long)rl.rlim_max, fit > 0 ? fit : 0);
+		return -1;
+	}
+	return 0;
 }
 
 static int end_open(struct idle_end *e, int depth)
@@ -95,6 +151,8 @@ int perf_idle_run(const struct perf_opts *o)
 {
 	struct idle_end s = {0}, c = {0};
 	int depth = (int)o->tx_depth, rc = PX_FAIL;
+	if (fds_for(o->idle))
+		return PX_CONNECT;
 	struct iw_cm_id *l = NULL, **ids = calloc((size_t)o->idle * 2, sizeof(*ids));
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -105,21 +163,26 @@ int perf_idle_run(const struct perf_opts *o)
 		goto out;
 	}
 	a.sin_port = ((struct sockaddr_in *)&l->local_addr)->sin_port;
-	size_t before = heap_used();
+	size_t before = heap_used(), rss0 = rss_bytes();
 	for (int i = 0; i < o->idle; i++)
 		if (pair(&s, &c, &a, depth, &ids[2 * i], &ids[2 * i + 1])) {
 			fprintf(stderr, "iwarp-perf: idle connection %d failed\n", i);
 			goto out;
 		}
 	double per = (double)(heap_used() - before) / (2.0 * o->idle);
+	size_t rss = rss_bytes();
+	double rss_per = (double)(rss > rss0 ? rss - rss0 : 0) / (2.0 * o->idle);
 	if (o->json)
 		printf("{\"test\":\"idle\",\"connections\":%d,\"depth\":%d,"
-		       "\"heap_bytes_per_endpoint\":%.0f}\n",
-		       o->idle, depth, per);
+		       "\"heap_bytes_per_endpoint\":%.0f,\"rss_bytes\":%zu,"
+		       "\"rss_bytes_per_endpoint\":%.0f,\"threads\":%d}\n",
+		       o->idle, depth, per, rss, rss_per, threads_now());
 	else
 		printf("idle connections: %d pairs, SQ/RQ depth %d: %.0f bytes of heap per "
-		       "endpoint (QP, CM id, events; kernel socket buffers not counted)\n",
-		       o->idle, depth, per);
+		       "endpoint (QP, CM id, events; kernel socket buffers not counted); "
+		       "RSS %.1f MiB, %.0f bytes per endpoint; %d threads in the process "
+		       "(a loop thread per context, none per connection)\n",
+		       o->idle, depth, per, rss / 1048576.0, rss_per, threads_now());
 	rc = PX_OK;
 out:
 	for (int i = 0; ids && i < 2 * o->idle; i++)
