@@ -267,6 +267,37 @@ START_TEST(loop_thread_einval)
 }
 END_TEST
 
+/* One thread per loop, each pinned to its own CPU (IW_LOOP_PIN), named
+ * "<name>-<i>". */
+START_TEST(test_loops_pin)
+{
+	cpu_set_t mine;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_LOOPS | IW_CONTEXT_ATTR_LOOP_NAME,
+				    .num_loops = 3, .loop_flags = IW_LOOP_PIN,
+				    .loop_name = "iwt-pin-loop"};
+	struct iw_context *ctx = iw_context_new(&a);
+	ck_assert_ptr_nonnull(ctx);
+	int count = CPU_COUNT(&mine);
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "iwt-pin-loop-%d", i);
+		pid_t tid = task_named(name);
+		ck_assert_int_gt(tid, 0);
+		cpu_set_t got;
+		ck_assert_int_eq(sched_getaffinity(tid, sizeof(got), &got), 0);
+		ck_assert_int_eq(CPU_COUNT(&got), 1);
+		/* The (i mod count)-th CPU of ours. */
+		int want = -1, k = i % count;
+		for (int cpu = 0; cpu < CPU_SETSIZE && want < 0; cpu++)
+			if (CPU_ISSET(cpu, &mine) && k-- == 0)
+				want = cpu;
+		ck_assert(CPU_ISSET(want, &got));
+	}
+	ck_assert_int_eq(iw_context_free(ctx), 0);
+}
+END_TEST
+
 Suite *suite_device(void)
 {
 	Suite *s = suite_create("device");
@@ -280,6 +311,7 @@ Suite *suite_device(void)
 	tc = tcase_create("loop_thread");
 	tcase_add_loop_test(tc, loop_thread_opts, 0, 2);
 	tcase_add_test(tc, loop_thread_einval);
+	tcase_add_test(tc, test_loops_pin);
 	suite_add_tcase(s, tc);
 	return s;
 }

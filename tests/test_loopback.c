@@ -75,6 +75,10 @@
 /* The "poll" case's fixture sets it: contexts are made with
  * IW_CONTEXT_POLL and completions are waited for by busy polling. */
 static bool lb_poll;
+/* The "loops" cases' fixture sets it: contexts of their own run this many
+ * loops (IW_CONTEXT_ATTR_LOOPS), so every connection is handed from the
+ * listener's loop to another. 0: one loop. */
+static unsigned lb_loops;
 
 /* ============================================================ time, fds */
 
@@ -412,8 +416,13 @@ static void side_init(struct lb_side *s, struct iw_context *ctx)
 	if (!ctx) {
 		struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_FLAGS,
 					    .flags = lb_poll ? IW_CONTEXT_POLL : 0};
+		if (lb_loops) {
+			a.comp_mask |= IW_CONTEXT_ATTR_LOOPS;
+			a.num_loops = lb_loops;
+		}
 		ctx = iw_context_new(&a);
 		ck_assert_msg(ctx != NULL, "iw_context_new: %s", strerror(errno));
+		ck_assert_uint_eq(iw_context_num_loops(ctx), lb_loops ? lb_loops : 1);
 		s->own_ctx = true;
 	}
 	s->ctx = ctx;
@@ -3217,6 +3226,371 @@ START_TEST(test_poll_teardown)
 }
 END_TEST
 
+/* ============================================================ 10. loop groups */
+
+static void loops_on(void)
+{
+	lb_loops = 2;
+}
+
+static void loops_off(void)
+{
+	lb_loops = 0;
+}
+
+static struct iw_context *loops_ctx(unsigned n)
+{
+	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_LOOPS | IW_CONTEXT_ATTR_FLAGS,
+				    .num_loops = n,
+				    .flags = lb_poll ? IW_CONTEXT_POLL : 0};
+	struct iw_context *ctx = iw_context_new(&a);
+	ck_assert_msg(ctx != NULL, "iw_context_new: %s", strerror(errno));
+	ck_assert_uint_eq(iw_context_num_loops(ctx), n);
+	return ctx;
+}
+
+static unsigned loop_of(struct iw_cm_id *id)
+{
+	unsigned l = 99;
+	ck_assert_int_eq(iw_cm_get_loop(id, &l), 0);
+	return l;
+}
+
+/* Replace the listener by one on loop `loop` with policy sp. */
+static void relisten(struct lb_env *e, unsigned loop, const struct iw_cm_spread *sp)
+{
+	ck_assert_int_eq(iw_cm_destroy_id(e->listen), 0);
+	ck_assert_int_eq(iw_cm_create_id(e->srv.cm, &e->listen, NULL), 0);
+	ck_assert_int_eq(iw_cm_set_loop(e->listen, loop), 0);
+	if (sp)
+		ck_assert_int_eq(iw_cm_set_spread(e->listen, sp), 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	ck_assert_int_eq(iw_cm_bind_addr(e->listen, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(iw_cm_listen(e->listen, 0), 0);
+	ck_assert_uint_eq(loop_of(e->listen), loop);
+	memcpy(&e->addr, &e->listen->local_addr, sizeof(e->addr));
+}
+
+/* A connected pair with its ends (whose memory is deregistered only after
+ * the ids are gone: see the top of this file). */
+struct lb_pair {
+	struct lb_conn c, s;
+	struct lb_end ce, se;
+};
+
+static void lp_connect(struct lb_env *e, const struct lb_spec *sp, struct lb_pair *p)
+{
+	static const struct lb_spec dflt;
+	memset(&p->c, 0, sizeof(p->c));
+	memset(&p->s, 0, sizeof(p->s));
+	pair_start(e, sp ? sp : &dflt, &p->c);
+	pair_take_request(e, sp ? sp : &dflt, &p->s);
+	pair_accept(sp ? sp : &dflt, &p->s);
+	pair_established(e, &p->c, &p->s);
+	end_init(&p->ce, &p->c, 64 * KIB, "client");
+	end_init(&p->se, &p->s, 64 * KIB, "server");
+}
+
+static void lp_fini(struct lb_pair *p)
+{
+	conn_fini(&p->c);
+	conn_fini(&p->s);
+	end_fini(&p->ce);
+	end_fini(&p->se);
+}
+
+/* Every operation both ways on a pair, then a check that nothing else
+ * completed. */
+static void lp_smoke(struct lb_pair *p)
+{
+	smoke(&p->ce, &p->se);
+	xfer(&p->ce, &p->se, OP_WRITE, 64 * KIB, next_id);
+	xfer(&p->se, &p->ce, OP_READ, 64 * KIB, next_id);
+	wc_none(p->c.scq, "after the transfers");
+	wc_none(p->s.rcq, "after the transfers");
+}
+
+/* Round robin (the default) over two loops on both sides: the listener
+ * on loop 0 hands its connections to loop 1, 0, 1, 0 (the loop after its
+ * own first), new client ids take loops 0, 1, 0, 1; every operation,
+ * TERMINATE and disconnect work across them; destroying loop 1's last QPs
+ * leaves loop 0's connection working, and loop 1 takes new ones. */
+START_TEST(test_loops_round_robin)
+{
+	struct iw_context *sctx = loops_ctx(2), *cctx = loops_ctx(2);
+	struct lb_env e;
+	env_init(&e, sctx, cctx);
+	ck_assert_uint_eq(loop_of(e.listen), 0);
+	struct lb_pair p[5];
+	for (unsigned i = 0; i < 4; i++) {
+		lp_connect(&e, NULL, &p[i]);
+		ck_assert_uint_eq(loop_of(p[i].s.id), (i + 1) % 2);
+		ck_assert_uint_eq(loop_of(p[i].c.id), i % 2);
+		lp_smoke(&p[i]);
+	}
+	struct iw_cm_listener_stats st;
+	ck_assert_int_eq(iw_cm_listener_stats(e.listen, &st), 0);
+	ck_assert_uint_eq(st.accepted, 4);
+	ck_assert_uint_eq(st.requests, 4);
+	ck_assert_uint_eq(st.pending, 0);
+	/* TERMINATE on loop 0's server end (pair 1), a disconnect from the
+	 * client of pair 0 (server on loop 1). */
+	guess_stag(&e, &p[1].c, &p[1].s);
+	ck_assert_int_eq(iw_cm_disconnect(p[0].c.id), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, p[0].c.id);
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, p[0].s.id);
+	/* Loop 1's last QPs go (pairs 0 and 2); pair 3 (loop 0) still works. */
+	for (unsigned i = 0; i < 3; i++)
+		lp_fini(&p[i]);
+	lp_smoke(&p[3]);
+	lp_connect(&e, NULL, &p[4]);
+	ck_assert_uint_eq(loop_of(p[4].s.id), 1);
+	lp_smoke(&p[4]);
+	cm_none(e.srv.cm);
+	cm_none(e.cli.cm);
+	lp_fini(&p[3]);
+	lp_fini(&p[4]);
+	env_fini(&e);
+	ck_assert_int_eq(iw_context_free(sctx), 0);
+	ck_assert_int_eq(iw_context_free(cctx), 0);
+}
+END_TEST
+
+/* Least loaded: loop 0 holds the listener and three idle ids, so the
+ * connections go to loop 1 until it holds as many; then to loop 0. */
+START_TEST(test_loops_least_loaded)
+{
+	struct iw_context *sctx = loops_ctx(2);
+	struct lb_env e;
+	env_init(&e, sctx, NULL);
+	struct iw_cm_spread sp = {.policy = IW_CM_SPREAD_LEAST_LOADED};
+	relisten(&e, 0, &sp);
+	struct iw_cm_id *idle[3];
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(iw_cm_create_id(e.srv.cm, &idle[i], NULL), 0);
+		ck_assert_int_eq(iw_cm_set_loop(idle[i], 0), 0);
+	}
+	/* Loop 0: 4 ids (5 with the newcomer while it is picked); loop 1:
+	 * 0, 1, 2, then 3. */
+	struct lb_pair p[5];
+	for (int i = 0; i < 4; i++) {
+		lp_connect(&e, NULL, &p[i]);
+		ck_assert_uint_eq(loop_of(p[i].s.id), 1);
+	}
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(iw_cm_destroy_id(idle[i]), 0);
+	/* Loop 0: the listener (2 with the newcomer); loop 1: 4. */
+	lp_connect(&e, NULL, &p[4]);
+	ck_assert_uint_eq(loop_of(p[4].s.id), 0);
+	lp_smoke(&p[4]);
+	lp_smoke(&p[0]);
+	for (int i = 0; i < 5; i++)
+		lp_fini(&p[i]);
+	env_fini(&e);
+	ck_assert_int_eq(iw_context_free(sctx), 0);
+}
+END_TEST
+
+/* What the application's pick saw. */
+struct pick_seen {
+	int calls;
+	struct iw_cm_id *listener, *listen_id;
+	uint16_t pd_len;
+	int family;
+	uint8_t ird;
+	pthread_t thread;
+};
+
+/* The loop the host asked for is the first octet of its private data. */
+static int pick_by_pd(struct iw_cm_id *listener, const struct iw_cm_event *req, void *arg)
+{
+	struct pick_seen *p = arg;
+	p->calls++;
+	p->listener = listener;
+	p->listen_id = req->listen_id;
+	p->pd_len = req->param.private_data_len;
+	p->family = req->id->peer_addr.ss_family;
+	p->ird = req->param.responder_resources;
+	p->thread = pthread_self();
+	const uint8_t *pd = req->param.private_data;
+	return req->param.private_data_len ? pd[0] : -1;
+}
+
+static void connect_asking(struct lb_env *e, uint8_t loop, struct lb_pair *p)
+{
+	struct lb_spec sp = {.cli_pd = &loop, .cli_pd_len = 1, .cli_ird = 5};
+	lp_connect(e, &sp, p);
+}
+
+/* The callback policy on a listener on loop 2 of 3: each connection goes
+ * where its private data asks; a pick outside the group means round
+ * robin (from the loop after the listener's). The calls' argument
+ * checks. */
+START_TEST(test_loops_callback)
+{
+	struct iw_context *sctx = loops_ctx(3);
+	struct lb_env e;
+	env_init(&e, sctx, NULL);
+	struct pick_seen seen = {0};
+	struct iw_cm_spread sp = {.policy = IW_CM_SPREAD_CALLBACK, .pick = pick_by_pd,
+				  .pick_arg = &seen};
+	struct iw_cm_spread bad = sp;
+	bad.pick = NULL;
+	ck_assert_int_eq(iw_cm_set_spread(e.listen, &bad), EINVAL);
+	bad = sp;
+	bad.comp_mask = 1;
+	ck_assert_int_eq(iw_cm_set_spread(e.listen, &bad), EINVAL);
+	bad = sp;
+	bad.policy = IW_CM_SPREAD_LISTENER + 1;
+	ck_assert_int_eq(iw_cm_set_spread(e.listen, &bad), EINVAL);
+	ck_assert_int_eq(iw_cm_set_spread(NULL, &sp), EINVAL);
+	ck_assert_int_eq(iw_cm_set_loop(e.listen, 0), EINVAL); /* listening */
+	ck_assert_int_eq(iw_cm_get_loop(e.listen, NULL), EINVAL);
+	relisten(&e, 2, &sp);
+	ck_assert_int_eq(iw_cm_set_loop(e.listen, 3), EINVAL);
+	static const uint8_t ask[] = {2, 0, 1, 7, 1};
+	static const unsigned want[] = {2, 0, 1, 0, 1}; /* 7: round robin, (2 + 1) % 3 */
+	struct lb_pair p[5];
+	for (int i = 0; i < 5; i++) {
+		connect_asking(&e, ask[i], &p[i]);
+		ck_assert_uint_eq(loop_of(p[i].s.id), want[i]);
+		ck_assert_int_eq(seen.calls, i + 1);
+		ck_assert_ptr_eq(seen.listener, e.listen);
+		ck_assert_ptr_eq(seen.listen_id, e.listen);
+		ck_assert_uint_eq(seen.pd_len, 1);
+		ck_assert_int_eq(seen.family, AF_INET);
+		ck_assert_uint_eq(seen.ird, 5);
+		ck_assert(!pthread_equal(seen.thread, pthread_self()));
+	}
+	for (int i = 0; i < 5; i++)
+		lp_smoke(&p[i]);
+	/* The listener goes before its connections; they keep working. */
+	ck_assert_int_eq(iw_cm_destroy_id(e.listen), 0);
+	e.listen = NULL;
+	lp_smoke(&p[1]);
+	for (int i = 0; i < 5; i++)
+		lp_fini(&p[i]);
+	side_fini(&e.cli);
+	side_fini(&e.srv);
+	ck_assert_int_eq(iw_context_free(sctx), 0);
+}
+END_TEST
+
+/* A thread dispatching one application event_base until a byte comes
+ * down its pipe (libevent without evthread: only its thread may stop it). */
+struct base_thread {
+	pthread_t th;
+	struct event_base *base;
+	int pipefd[2];
+	struct event *stop;
+};
+
+static void base_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(arg);
+}
+
+static void *base_main(void *arg)
+{
+	struct base_thread *b = arg;
+	event_base_loop(b->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	return NULL;
+}
+
+static void base_thread_init(struct base_thread *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->base = event_base_new();
+	ck_assert_ptr_nonnull(b->base);
+	ck_assert_int_eq(pipe2(b->pipefd, O_CLOEXEC | O_NONBLOCK), 0);
+	b->stop = event_new(b->base, b->pipefd[0], EV_READ, base_stop_cb, b->base);
+	ck_assert_ptr_nonnull(b->stop);
+	ck_assert_int_eq(event_add(b->stop, NULL), 0);
+}
+
+static void base_thread_fini(struct base_thread *b)
+{
+	ck_assert_int_eq(write(b->pipefd[1], "x", 1), 1);
+	ck_assert_int_eq(pthread_join(b->th, NULL), 0);
+	event_free(b->stop);
+	event_base_free(b->base);
+	close(b->pipefd[0]);
+	close(b->pipefd[1]);
+}
+
+static int pick_record(struct iw_cm_id *listener, const struct iw_cm_event *req, void *arg)
+{
+	struct pick_seen *p = arg;
+	(void)listener;
+	(void)req;
+	p->thread = pthread_self();
+	p->calls++;
+	return -1; /* round robin */
+}
+
+/* The server runs on two application bases, one per application thread
+ * (IW_CONTEXT_ATTR_LOOPS with bases): the listener's callback runs on
+ * its base's thread, connections land on both, and everything works. */
+START_TEST(test_loops_app_bases)
+{
+	struct base_thread bt[2];
+	struct event_base *bases[2];
+	for (int i = 0; i < 2; i++) {
+		base_thread_init(&bt[i]);
+		bases[i] = bt[i].base;
+	}
+	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_LOOPS | IW_CONTEXT_ATTR_FLAGS,
+				    .num_loops = 2, .bases = bases,
+				    .flags = lb_poll ? IW_CONTEXT_POLL : 0};
+	struct iw_context_attr bad = a;
+	bad.base = bases[0];
+	ck_assert_ptr_null(iw_context_new(&bad));
+	ck_assert_int_eq(errno, EINVAL);
+	bad = a;
+	bad.loop_flags = IW_LOOP_PIN;
+	ck_assert_ptr_null(iw_context_new(&bad));
+	ck_assert_int_eq(errno, EINVAL);
+	bad = a;
+	bad.num_loops = 0;
+	ck_assert_ptr_null(iw_context_new(&bad));
+	ck_assert_int_eq(errno, EINVAL);
+	struct iw_context *sctx = iw_context_new(&a);
+	ck_assert_ptr_nonnull(sctx);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&bt[i].th, NULL, base_main, &bt[i]), 0);
+	struct lb_env e;
+	env_init(&e, sctx, NULL);
+	struct pick_seen seen = {0};
+	struct iw_cm_spread sp = {.policy = IW_CM_SPREAD_CALLBACK, .pick = pick_record,
+				  .pick_arg = &seen};
+	relisten(&e, 1, &sp);
+	struct lb_pair p[2];
+	for (unsigned i = 0; i < 2; i++) {
+		lp_connect(&e, NULL, &p[i]);
+		ck_assert_uint_eq(loop_of(p[i].s.id), (i == 0 ? 0u : 1u));
+		ck_assert(pthread_equal(seen.thread, bt[1].th));
+		lp_smoke(&p[i]);
+	}
+	ck_assert_int_eq(seen.calls, 2);
+	ck_assert_int_eq(iw_cm_disconnect(p[0].s.id), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	for (int i = 0; i < 2; i++)
+		lp_fini(&p[i]);
+	env_fini(&e);
+	ck_assert_int_eq(iw_context_free(sctx), 0);
+	for (int i = 0; i < 2; i++)
+		base_thread_fini(&bt[i]);
+}
+END_TEST
+
+
 /* ============================================================ suite */
 
 Suite *suite_loopback(void)
@@ -3284,6 +3658,44 @@ Suite *suite_loopback(void)
 	tc = tcase_create("threads");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_threads_own_qps);
+	tcase_add_test(tc, test_threads_shared_qp);
+	suite_add_tcase(s, tc);
+
+	/* Loop groups: their own cases, then a few of the above with two
+	 * loops per context (every connection handed to another loop). */
+	tc = tcase_create("loops");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_loops_round_robin);
+	tcase_add_test(tc, test_loops_least_loaded);
+	tcase_add_test(tc, test_loops_callback);
+	tcase_add_test(tc, test_loops_app_bases);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("loops2");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, loops_on, loops_off);
+	tcase_add_loop_test(tc, test_ops_matrix, 0, 2);
+	tcase_add_test(tc, test_srq_16);
+	tcase_add_loop_test(tc, test_invalidate_refused, 0, 3);
+	tcase_add_loop_test(tc, test_wr_at_fault, 0, 2);
+	tcase_add_test(tc, test_listener_bad_stag);
+	tcase_add_loop_test(tc, test_close_outstanding, 0, 2);
+	tcase_add_test(tc, test_close_graceful_server);
+	tcase_add_test(tc, test_cm_rejected);
+	tcase_add_test(tc, test_cm_mpa_timeout);
+	tcase_add_loop_test(tc, test_cm_private_data, 0, 4);
+	tcase_add_test(tc, test_threads_own_qps);
+	tcase_add_test(tc, test_threads_shared_qp);
+	suite_add_tcase(s, tc);
+
+	/* Both, polling. */
+	tc = tcase_create("loops_poll");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, loops_on, loops_off);
+	tcase_add_checked_fixture(tc, poll_on, poll_off);
+	tcase_add_test(tc, test_loops_round_robin);
+	tcase_add_test(tc, test_loops_app_bases);
+	tcase_add_loop_test(tc, test_ops_matrix, 0, 1);
 	tcase_add_test(tc, test_threads_shared_qp);
 	suite_add_tcase(s, tc);
 

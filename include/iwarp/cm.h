@@ -576,6 +576,75 @@ int iw_cm_get_event(struct iw_cm_channel *ch, struct iw_cm_event **out_event);
  */
 int iw_cm_ack_event(struct iw_cm_event *event);
 
+
+/*
+ * Loop groups. A context runs one or more event loops (iw_context_attr's
+ * IW_CONTEXT_ATTR_LOOPS; iw_context_num_loops), each with its own thread
+ * or application event_base and its own lock. Every CM id belongs to one
+ * loop: its events are produced there, and its calls run there. New ids
+ * take the loops in turn; a listener hands each connection it accepts to
+ * a loop by its policy (iw_cm_set_spread) once the MPA Request is in.
+ */
+
+/* How a listener spreads its connections over the loops (iw_cm_set_spread). */
+enum iw_cm_spread_policy {
+	IW_CM_SPREAD_ROUND_ROBIN = 0,  /* the loops in turn (the default) */
+	IW_CM_SPREAD_LEAST_LOADED = 1, /* the loop with the fewest CM ids */
+	IW_CM_SPREAD_CALLBACK = 2,     /* pick chooses */
+	IW_CM_SPREAD_LISTENER = 3,     /* all stay on the listener's loop */
+};
+
+/* A listener's spreading policy (iw_cm_set_spread). pick (policy
+ * IW_CM_SPREAD_CALLBACK) runs on the listener's loop thread when a
+ * connection's MPA Request is in, before its CONNECT_REQUEST is raised;
+ * request is that event (private data, IRD/ORD, request->id->peer_addr,
+ * request->listen_id), valid only during the call. It returns the loop's
+ * index (0 .. iw_context_num_loops - 1); any other value means round
+ * robin. It must not block or call the CM. */
+struct iw_cm_spread {
+	uint32_t comp_mask; /* none defined yet: 0 */
+	uint32_t policy;    /* enum iw_cm_spread_policy */
+	int (*pick)(struct iw_cm_id *listener, const struct iw_cm_event *request, void *arg);
+	void *pick_arg;
+};
+
+/*
+ * Set how a listener spreads connections. Sets the policy by which the
+ * connections id accepts from now on are handed to the loops of its
+ * context (before or after iw_cm_listen). A connection is accepted and
+ * its MPA Request read on the listener's loop; then it moves to the loop
+ * the policy picks, whose thread raises its CONNECT_REQUEST and runs
+ * everything else about it. Runs on the id's loop thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id or spread is NULL, spread->comp_mask is not 0, the policy
+ *           is unknown, or IW_CM_SPREAD_CALLBACK without pick.
+ */
+int iw_cm_set_spread(struct iw_cm_id *id, const struct iw_cm_spread *spread);
+/*
+ * Put an id on a loop. Moves an idle id (neither listening nor
+ * connecting) to loop number loop of its context, so that its listener
+ * or connection and all its events run there; e.g. the connection of an
+ * I/O queue on the core that serves it. Call it before iw_cm_listen or
+ * iw_cm_connect, from one thread at a time for the id.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id is NULL, loop is not below iw_context_num_loops, or the
+ *           id is not idle.
+ */
+int iw_cm_set_loop(struct iw_cm_id *id, unsigned loop);
+/*
+ * Which loop an id is on. Stores the index of id's loop in *loop: for an
+ * accepted connection, valid from its CONNECT_REQUEST on. Any thread.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  id or loop is NULL.
+ */
+int iw_cm_get_loop(struct iw_cm_id *id, unsigned *loop);
+
 #ifdef __cplusplus
 }
 #endif

@@ -71,6 +71,14 @@ enum iw_context_attr_mask {
 	IW_CONTEXT_ATTR_CONN_OPTS = 1 << 5,   /* conn_opts is valid */
 	IW_CONTEXT_ATTR_FLAGS = 1 << 6,       /* flags is valid */
 	IW_CONTEXT_ATTR_ALLOC = 1 << 7,       /* alloc is valid */
+	IW_CONTEXT_ATTR_LOOPS = 1 << 8,       /* num_loops, bases and loop_flags are valid */
+};
+
+/* iw_context_attr.loop_flags. */
+enum iw_context_loop_flags {
+	/* Convenience mode: loop i runs on one CPU only, the i-th (wrapping)
+	 * of loop_cpuset, or of the CPUs the process may use. */
+	IW_LOOP_PIN = 1 << 0,
 };
 
 /* iw_context_attr.flags. */
@@ -161,11 +169,23 @@ struct iw_context_attr {
 	/* IW_CONTEXT_ATTR_ALLOC: the allocator (copied; see struct
 	 * iw_alloc_ops). Without it: malloc(3) and friends. */
 	const struct iw_alloc_ops *alloc;
+	/* IW_CONTEXT_ATTR_LOOPS (base must be NULL): the loop group. With
+	 * bases NULL, num_loops threads of our own (0: one per online CPU),
+	 * named and bound as the LOOP_* options say. With bases, num_loops
+	 * application event_bases, one loop each, typically one per
+	 * application thread: libiwarp only touches base i on the thread that
+	 * dispatches it, which it learns when base i first runs (an event of
+	 * ours is active from the start), so a CM call for an id on loop i
+	 * from any other thread waits until base i is being dispatched.
+	 * Without IW_CONTEXT_ATTR_LOOPS: one loop, attr->base or our thread. */
+	uint32_t num_loops;
+	struct event_base *const *bases;
+	uint32_t loop_flags; /* enum iw_context_loop_flags */
 };
 
 /*
  * Create a context: the STag table, the asynchronous event queue and the
- * event loop everything else runs on.
+ * event loops everything else runs on.
  *
  * attr may be NULL (own loop thread, no trace). attr is only read during
  * the call. With attr->base set, libiwarp adds an event to that base now:
@@ -180,7 +200,12 @@ struct iw_context_attr {
  * iw_context_free; pcap_max_bytes (IW_CONTEXT_ATTR_PCAP_MAX, else
  * $IWARP_PCAP_MAX) bounds it. What the trace holds, and what happens
  * when it cannot keep up or is full, is told at struct iw_context_attr in
- * <iwarp/verbs.h>.
+ * <iwarp/verbs.h>. With IW_CONTEXT_ATTR_LOOPS the context runs a group
+ * of loops (num_loops threads, named "<loop_name>-<i>" when there are
+ * several, or the num_loops bases of bases, each added to now: call this
+ * before those bases run, then run them, as CM calls wait for them); CM
+ * ids are spread over them (iw_cm_set_spread,
+ * iw_cm_set_loop in <iwarp/cm.h>).
  *
  * Returns: the context, or NULL with errno set.
  * Errors:
@@ -192,7 +217,11 @@ struct iw_context_attr {
  *           than 15 characters; conn_opts NULL, or a field of it out
  *           of range (iw_cm_set_conn_opts); flags with a bit that is
  *           not an enum iw_context_flags; IW_CONTEXT_ATTR_ALLOC with
- *           alloc NULL or one of its four functions NULL.
+ *           alloc NULL or one of its four functions NULL;
+ *           IW_CONTEXT_ATTR_LOOPS with base set, with bases and
+ *           num_loops 0, with num_loops above 1024, with a bit of
+ *           loop_flags that is not an enum iw_context_loop_flags, or with
+ *           IW_LOOP_PIN and bases.
  *   ENOENT  The trace file could not be created; any errno of fopen(3)
  *           (EACCES, EROFS, ...) is passed on the same way.
  *   ENOMEM  Out of memory, or the event base could not be created.
@@ -245,6 +274,16 @@ int iw_context_free(struct iw_context *ctx);
  *   EINVAL  ctx is NULL.
  */
 int iw_progress(struct iw_context *ctx);
+
+/*
+ * Count a context's loops. Tells how many event loops the context runs
+ * (iw_context_attr.num_loops, IW_CONTEXT_ATTR_LOOPS): the valid loop
+ * numbers of iw_cm_set_loop and iw_cm_get_loop are 0 up to this minus 1.
+ * Any thread.
+ *
+ * Returns: the number of loops, at least 1; 0 for ctx NULL.
+ */
+unsigned iw_context_num_loops(struct iw_context *ctx);
 
 /* Capabilities in iw_device_attr.device_cap_flags. */
 enum iw_device_cap_flags {

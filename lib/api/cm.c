@@ -3,9 +3,10 @@
  * The connection manager API (cm.h): channels, ids, events, and the calls
  * that hand work to the loop thread (cm_conn.c does the socket side).
  *
- * Every state change of an id happens on the loop thread under the CM lock
- * (iw_ev_call), so an application may call from any thread and events come
- * out of the channel in the order things happened.
+ * Every state change of an id happens on its loop's thread under that
+ * loop's lock (iw_ev_call on id->ev), so an application may call from any
+ * thread and an id's events come out of the channel in the order things
+ * happened.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include "engine/context.h"
 #include "base/alloc.h"
 #include "io/ev.h"
+#include "io/loop_group.h"
 #include "engine/qp.h"
 #include "base/visibility.h"
 
@@ -58,7 +60,7 @@ IW_EXPORT int iw_cm_ack_event(struct iw_cm_event *event)
 
 IW_EXPORT struct iw_cm_channel *iw_cm_create_channel(struct iw_context *ctx)
 {
-	if (!ctx || !ctx->ev) {
+	if (!ctx || !ctx->num_loops) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -81,7 +83,7 @@ IW_EXPORT int iw_cm_destroy_channel(struct iw_cm_channel *ch)
 	if (!ch)
 		return 0;
 	struct iw_cm_channel_int *c = (struct iw_cm_channel_int *)ch;
-	if (c->num_ids)
+	if (atomic_load(&c->num_ids))
 		return EBUSY;
 	iw_cm_channel_drain(c);
 	iw_evq_cleanup(&c->q);
@@ -91,6 +93,7 @@ IW_EXPORT int iw_cm_destroy_channel(struct iw_cm_channel *ch)
 
 struct create_args {
 	struct iw_cm_channel_int *ch;
+	struct iw_ev *ev;
 	void *user;
 	struct iw_cm_id_int *out;
 };
@@ -98,7 +101,7 @@ struct create_args {
 static int do_create(void *arg)
 {
 	struct create_args *a = arg;
-	a->out = iw_cm_id_alloc(a->ch, a->user);
+	a->out = iw_cm_id_alloc(a->ch, a->ev, a->user);
 	return a->out ? 0 : ENOMEM;
 }
 
@@ -107,8 +110,10 @@ IW_EXPORT int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id
 {
 	if (!ch || !out_id)
 		return EINVAL;
-	struct create_args a = {.ch = (struct iw_cm_channel_int *)ch, .user = user_context};
-	int rc = iw_ev_call(ch->context, do_create, &a);
+	/* New ids take the loops in turn (iw_cm_set_loop moves one). */
+	struct iw_ev *ev = iw_ev_group_next(ch->context);
+	struct create_args a = {.ch = (struct iw_cm_channel_int *)ch, .ev = ev, .user = user_context};
+	int rc = iw_ev_call(ev, do_create, &a);
 	if (!rc)
 		*out_id = &a.out->pub;
 	return rc;
@@ -155,7 +160,7 @@ IW_EXPORT int iw_cm_destroy_id(struct iw_cm_id *id)
 {
 	if (!id)
 		return 0;
-	return iw_ev_call(id->context, do_destroy, iw_cm_id_int(id));
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_destroy, iw_cm_id_int(id));
 }
 
 struct opts_args {
@@ -191,7 +196,7 @@ IW_EXPORT int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts
 	if (!id || !opts)
 		return EINVAL;
 	struct tune_args a = {iw_cm_id_int(id), opts, NULL};
-	return iw_ev_call(id->context, do_conn_opts, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_conn_opts, &a);
 }
 
 IW_EXPORT int iw_cm_get_conn_opts(struct iw_cm_id *id, struct iw_conn_opts *opts)
@@ -199,7 +204,7 @@ IW_EXPORT int iw_cm_get_conn_opts(struct iw_cm_id *id, struct iw_conn_opts *opts
 	if (!id || !opts)
 		return EINVAL;
 	struct tune_args a = {iw_cm_id_int(id), NULL, opts};
-	return iw_ev_call(id->context, do_conn_opts, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_conn_opts, &a);
 }
 
 struct lstats_args {
@@ -223,7 +228,7 @@ IW_EXPORT int iw_cm_listener_stats(struct iw_cm_id *id, struct iw_cm_listener_st
 	if (!id || !out)
 		return EINVAL;
 	struct lstats_args a = {iw_cm_id_int(id), out};
-	return iw_ev_call(id->context, do_listener_stats, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_listener_stats, &a);
 }
 
 /* On the loop thread, like every other change to an id. */
@@ -232,7 +237,7 @@ IW_EXPORT int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *
 	if (!id || !opts || (opts->rev != 1 && opts->rev != 2) || opts->pd_cap > IW_MPA_PD_MAX)
 		return EINVAL;
 	struct opts_args a = {iw_cm_id_int(id), opts};
-	return iw_ev_call(id->context, do_set_opts, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_set_opts, &a);
 }
 
 struct addr_args {
@@ -262,7 +267,7 @@ IW_EXPORT int iw_cm_bind_addr(struct iw_cm_id *id, const struct sockaddr *addr)
 	if (!id || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return EINVAL;
 	struct addr_args a = {.id = iw_cm_id_int(id), .addr = addr};
-	return iw_ev_call(id->context, do_bind, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_bind, &a);
 }
 
 static int do_listen(void *arg)
@@ -279,7 +284,7 @@ IW_EXPORT int iw_cm_listen(struct iw_cm_id *id, int backlog)
 	if (!id)
 		return EINVAL;
 	struct addr_args a = {.id = iw_cm_id_int(id), .backlog = backlog};
-	return iw_ev_call(id->context, do_listen, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_listen, &a);
 }
 
 /* ------------------------------------------------------------ QP */
@@ -324,7 +329,7 @@ IW_EXPORT int iw_cm_create_qp(struct iw_cm_id *id, struct iw_pd *pd, struct iw_q
 	if (!id || !pd || !attr)
 		return EINVAL;
 	struct qp_args a = {.id = iw_cm_id_int(id), .pd = pd, .attr = attr};
-	return iw_ev_call(id->context, do_create_qp, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_create_qp, &a);
 }
 
 static int do_destroy_qp(void *arg)
@@ -339,7 +344,7 @@ static int do_destroy_qp(void *arg)
 IW_EXPORT void iw_cm_destroy_qp(struct iw_cm_id *id)
 {
 	if (id)
-		iw_ev_call(id->context, do_destroy_qp, iw_cm_id_int(id));
+		iw_ev_call(iw_cm_id_int(id)->ev, do_destroy_qp, iw_cm_id_int(id));
 }
 
 /* ------------------------------------------------------------ connect */
@@ -386,7 +391,7 @@ IW_EXPORT int iw_cm_connect(struct iw_cm_id *id, const struct sockaddr *dst,
 	if (!id || !dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
 		return EINVAL;
 	struct addr_args a = {.id = iw_cm_id_int(id), .addr = dst, .param = param};
-	return iw_ev_call(id->context, do_connect, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_connect, &a);
 }
 
 static int do_accept(void *arg)
@@ -412,7 +417,7 @@ IW_EXPORT int iw_cm_accept(struct iw_cm_id *id, const struct iw_conn_param *para
 	if (!id)
 		return EINVAL;
 	struct addr_args a = {.id = iw_cm_id_int(id), .param = param};
-	return iw_ev_call(id->context, do_accept, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_accept, &a);
 }
 
 struct reject_args {
@@ -435,7 +440,7 @@ IW_EXPORT int iw_cm_reject(struct iw_cm_id *id, const void *private_data,
 	if (!id || private_data_len > IW_MPA_PD_MAX || (private_data_len && !private_data))
 		return EINVAL;
 	struct reject_args a = {iw_cm_id_int(id), private_data, private_data_len};
-	return iw_ev_call(id->context, do_reject, &a);
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_reject, &a);
 }
 
 static int do_disconnect(void *arg)
@@ -447,5 +452,5 @@ IW_EXPORT int iw_cm_disconnect(struct iw_cm_id *id)
 {
 	if (!id)
 		return EINVAL;
-	return iw_ev_call(id->context, do_disconnect, iw_cm_id_int(id));
+	return iw_ev_call(iw_cm_id_int(id)->ev, do_disconnect, iw_cm_id_int(id));
 }

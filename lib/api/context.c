@@ -12,6 +12,7 @@
 #include "engine/context.h"
 #include "base/alloc.h"
 #include "io/ev.h"
+#include "io/loop_group.h"
 #include "io/cm_int.h"
 #include "engine/qp_txq.h"
 #include "diag/trace.h"
@@ -71,29 +72,48 @@ void iw_context_core_free(struct iw_context *ctx)
 	iw_free(a, ctx);
 }
 
-/* The loop thread's options, checked before anything is created. Linux
+/* The loop threads' options, checked before anything is created. Linux
  * limits a thread name to 15 characters. */
-static int loop_opts_get(struct iw_ev_thread_opts *t, const struct iw_context_attr *attr)
+static int loop_opts_get(struct iw_ev_group_opts *o, const struct iw_context_attr *attr)
 {
 	uint32_t m = attr ? attr->comp_mask : 0;
-
-	memset(t, 0, sizeof(*t));
 	if (!(m & (IW_CONTEXT_ATTR_LOOP_CPUSET | IW_CONTEXT_ATTR_LOOP_NAME)))
 		return 0;
-	if (attr->base)
-		return EINVAL; /* the application's loop: no thread of ours */
+	if (attr->base || o->bases)
+		return EINVAL; /* the application's loops: no thread of ours */
 	if (m & IW_CONTEXT_ATTR_LOOP_CPUSET) {
 		if (!attr->loop_cpuset || !attr->loop_cpuset_size)
 			return EINVAL;
-		t->cpuset = attr->loop_cpuset;
-		t->cpuset_size = attr->loop_cpuset_size;
+		o->cpuset = attr->loop_cpuset;
+		o->cpuset_size = attr->loop_cpuset_size;
 	}
 	if (m & IW_CONTEXT_ATTR_LOOP_NAME) {
 		if (!attr->loop_name || !attr->loop_name[0] || strlen(attr->loop_name) > 15)
 			return EINVAL;
-		t->name = attr->loop_name;
+		o->name = attr->loop_name;
 	}
 	return 0;
+}
+
+/* The group's shape: IW_CONTEXT_ATTR_LOOPS, else one loop (attr->base or
+ * our thread). */
+static int group_get(struct iw_ev_group_opts *o, const struct iw_context_attr *attr)
+{
+	memset(o, 0, sizeof(*o));
+	o->n = 1;
+	o->bases = attr && attr->base ? &attr->base : NULL;
+	o->creator_runs = o->bases != NULL;
+	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_LOOPS)) {
+		if (attr->base || (attr->bases && !attr->num_loops) ||
+		    attr->num_loops > 1024 || (attr->loop_flags & ~(uint32_t)IW_LOOP_PIN) ||
+		    ((attr->loop_flags & IW_LOOP_PIN) && attr->bases))
+			return EINVAL;
+		o->n = attr->num_loops ? attr->num_loops : iw_ev_group_default_n();
+		o->bases = attr->bases;
+		o->creator_runs = false;
+		o->pin = attr->loop_flags & IW_LOOP_PIN;
+	}
+	return loop_opts_get(o, attr);
 }
 
 /* Every id's starting options, checked now rather than at each id. */
@@ -113,8 +133,8 @@ static int conn_opts_take(struct iw_context *ctx, const struct iw_context_attr *
 
 IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 {
-	struct iw_ev_thread_opts lt;
-	int rc = loop_opts_get(&lt, attr);
+	struct iw_ev_group_opts lo;
+	int rc = group_get(&lo, attr);
 	if (rc) {
 		errno = rc;
 		return NULL;
@@ -160,7 +180,8 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		ctx->progress_armed = iw_cm_conn_poll_armed;
 		ctx->handback = iw_cm_conn_handback;
 	}
-	rc = iw_ev_init(ctx, attr ? attr->base : NULL, bounce, &lt);
+	lo.bounce_len = bounce;
+	rc = iw_ev_group_init(ctx, &lo);
 	if (rc) {
 		iw_context_core_free(ctx);
 		errno = rc;
@@ -177,11 +198,16 @@ IW_EXPORT int iw_context_free(struct iw_context *ctx)
 	 * in the STag table freed below). */
 	if (atomic_load(&ctx->num_objs) > 0)
 		return EBUSY;
-	int rc = iw_ev_cleanup(ctx);
+	int rc = iw_ev_group_cleanup(ctx);
 	if (rc)
 		return rc;
 	iw_context_core_free(ctx);
 	return 0;
+}
+
+IW_EXPORT unsigned iw_context_num_loops(struct iw_context *ctx)
+{
+	return ctx ? ctx->num_loops : 0;
 }
 
 /* Like iw_poll_cq, a count or a negative errno (verbs.h). */

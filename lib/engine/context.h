@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The verbs context: owner of the STag table, the asynchronous event queue
- * and the libevent loop everything runs on. Only ev.c touches the loop.
+ * and the group of libevent loops the connections run on. Only lib/io
+ * touches the loops.
  */
 #ifndef IW_CONTEXT_H
 #define IW_CONTEXT_H
@@ -16,7 +17,7 @@
 #include "engine/mem.h"
 #include "engine/poll_set.h"
 
-struct iw_ev;    /* ev.c's per-context state */
+struct iw_ev;    /* ev.c's state of one loop */
 struct iw_trace; /* trace.c */
 struct iw_qp;
 
@@ -33,7 +34,11 @@ struct iw_context {
 	atomic_uint next_pd;
 	atomic_int num_objs;  /* PDs, CQs and completion channels alive */
 	atomic_uint num_qps;  /* QPs alive (at most IW_MAX_QP) */
-	struct iw_ev *ev;     /* loop, kick fd, own thread */
+	/* The loop group (lib/io/loop_group.h), fixed for the context's
+	 * life: num_loops loops, and the round robin of new CM ids. */
+	struct iw_ev **loops;
+	unsigned num_loops;
+	atomic_uint next_loop;
 	struct iw_trace *trace; /* NULL: no tracing (trace.h) */
 	atomic_uint async_lost; /* events iw_async_raise could not allocate */
 	/* iw_context_attr.conn_opts, copied (heap), that every CM id starts

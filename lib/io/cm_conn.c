@@ -80,7 +80,7 @@ static uint64_t now_ms(void)
 
 static struct event_base *base_of(struct iw_cm_id_int *id)
 {
-	return iw_ev_base(id->pub.context);
+	return iw_ev_base(id->ev);
 }
 
 /* One integer option, skipped when v is 0 (the kernel's default). */
@@ -201,14 +201,8 @@ static void free_event(struct event **ev)
 
 static void close_fd(struct iw_cm_id_int *id, bool abortive)
 {
-	free_event(&id->rd);
-	free_event(&id->wr);
-	free_event(&id->tmo);
-	free_event(&id->pause);
+	iw_cm_conn_unhook(id);
 	free_event(&id->redial);
-	id->rd_on = false;
-	id->rd_paused = false;
-	id->tmo_at = UINT64_MAX;
 	atomic_store(&id->poll_ok, false);
 	if (id->fd >= 0) {
 		/* A poller may be reading (rxlock held): it finishes first. */
@@ -359,25 +353,39 @@ static unsigned flush(struct iw_cm_id_int *id)
 
 /* ------------------------------------------------------------ events */
 
-/* False when the event could not be made: the id is dropped instead. */
-static bool raise_request(struct iw_cm_id_int *id)
+/* The CONNECT_REQUEST of an accepted connection (NULL: out of memory). */
+static struct iw_cm_event *request_event(struct iw_cm_id_int *id)
 {
 	const struct iw_mpa_hs *hs = &id->conn.hs;
 	struct iw_cm_event *ev = iw_cm_event_new(id, IW_CM_EVENT_CONNECT_REQUEST, 0);
 	if (!ev)
-		return false;
-	/* The application sees the id from here on: it no longer belongs to
-	 * the listener. */
-	ev->listen_id = id->listener ? &id->listener->pub : NULL;
-	if (id->listener)
-		id->listener->lstats.requests++;
-	iw_cm_child_unlink(id);
+		return NULL;
 	ev->param.responder_resources = (uint8_t)(hs->peer.ird > 255 ? 255 : hs->peer.ird);
 	ev->param.initiator_depth = (uint8_t)(hs->peer.ord > 255 ? 255 : hs->peer.ord);
 	ev->mpa_rev = hs->peer.rev;
 	ev->crc = (hs->peer.flags & IW_MPA_FLAG_C) != 0;
 	ev->markers_tx = (hs->peer.flags & IW_MPA_FLAG_M) != 0;
 	iw_cm_event_set_pd(ev, hs->peer.pd, hs->peer.pd_len);
+	return ev;
+}
+
+/* False when the event could not be made: the id is dropped instead.
+ * True also when the id went to another loop (cm_spread.c), which raises
+ * the event there. */
+static bool raise_request(struct iw_cm_id_int *id, bool *moved)
+{
+	struct iw_cm_event *ev = request_event(id);
+	if (!ev)
+		return false;
+	*moved = iw_cm_spread_handoff(id, ev);
+	if (*moved)
+		return true;
+	/* The application sees the id from here on: it no longer belongs to
+	 * the listener. */
+	ev->listen_id = id->listener ? &id->listener->pub : NULL;
+	if (id->listener)
+		id->listener->lstats.requests++;
+	iw_cm_child_unlink(id);
 	iw_cm_event_queue(id, ev);
 	return true;
 }
@@ -471,10 +479,13 @@ static void act(struct iw_cm_id_int *id, unsigned ev)
 		close_fd(id, iw_conn_close_abortive(&id->conn));
 		iw_conn_closed(&id->conn);
 	}
-	if ((ev & IW_CONN_EV_REQUEST) && !raise_request(id)) {
+	bool moved = false;
+	if ((ev & IW_CONN_EV_REQUEST) && !raise_request(id, &moved)) {
 		act(id, iw_conn_abort(&id->conn) | IW_CONN_EV_DROPPED);
 		return;
 	}
+	if (moved)
+		return; /* nothing else comes with a Request */
 	raise_events(id, ev);
 	if (ev & IW_CONN_EV_DROPPED) {
 		count_drop(id);
@@ -484,8 +495,39 @@ static void act(struct iw_cm_id_int *id, unsigned ev)
 	sync_events(id);
 }
 
+void iw_cm_conn_unhook(struct iw_cm_id_int *id)
+{
+	free_event(&id->rd);
+	free_event(&id->wr);
+	free_event(&id->tmo);
+	free_event(&id->pause);
+	id->rd_on = false;
+	id->rd_paused = false;
+	id->rd_pause_ms = 0;
+	id->tmo_at = UINT64_MAX;
+}
+
+/* A connection handed to this loop: its events here, then its
+ * CONNECT_REQUEST. */
+static void adopt(struct iw_cm_id_int *id)
+{
+	struct iw_cm_event *req = id->handoff;
+	id->handoff = NULL;
+	if (ensure_events(id)) {
+		iw_cm_event_discard(req);
+		act(id, iw_conn_abort(&id->conn) | IW_CONN_EV_DROPPED);
+		return;
+	}
+	iw_cm_spread_deliver(id, req);
+	sync_events(id);
+}
+
 void iw_cm_conn_work(struct iw_cm_id_int *id)
 {
+	if (id->handoff) {
+		adopt(id);
+		return;
+	}
 	handback(id);
 	/* A poller met the end of the stream or an error: read it here. */
 	if (atomic_exchange(&id->rx_kick, false) && id->fd >= 0) {
@@ -612,7 +654,7 @@ static void loop_rx(struct iw_cm_id_int *id, bool wait)
 		return;
 	}
 	size_t cap;
-	uint8_t *p = iw_ev_bounce(id->pub.context, &cap);
+	uint8_t *p = iw_ev_bounce(id->ev, &cap);
 	struct rx_buf b = {.p = p, .cap = cap, .poller = false};
 	unsigned ev = 0;
 	for (int i = 0; i < IW_RX_BUDGET && id->fd >= 0 && iw_conn_wants_read(&id->conn); i++) {
@@ -633,15 +675,15 @@ static bool pollers_active(struct iw_cm_id_int *id)
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct iw_cm_id_int *id = arg;
-	struct iw_context *ctx = id->pub.context;
+	struct iw_ev *ev = id->ev;
 	(void)fd;
 	(void)what;
-	iw_ev_enter(ctx);
+	iw_ev_enter(ev);
 	if (pollers_active(id))
 		rd_pause(id, id->conn.tune.poll_pause_ms);
 	else
 		loop_rx(id, false);
-	iw_ev_leave(ctx);
+	iw_ev_leave(ev);
 }
 
 /* Still polled: stay paused, for longer (a connection polled for long
@@ -650,16 +692,16 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 static void on_pause(evutil_socket_t fd, short what, void *arg)
 {
 	struct iw_cm_id_int *id = arg;
-	struct iw_context *ctx = id->pub.context;
+	struct iw_ev *ev = id->ev;
 	(void)fd;
 	(void)what;
-	iw_ev_enter(ctx);
+	iw_ev_enter(ev);
 	atomic_fetch_add_explicit(&id->dbg_pause_wakes, 1, memory_order_relaxed);
 	if (pollers_active(id))
 		rd_pause(id, iw_cm_pause_next(id->rd_pause_ms));
 	else
 		rd_resume(id);
-	iw_ev_leave(ctx);
+	iw_ev_leave(ev);
 }
 
 /* The loop's side of iw_cm_conn_handback. A poller that kept polling
@@ -763,27 +805,27 @@ static void connected(struct iw_cm_id_int *id)
 static void on_write(evutil_socket_t fd, short what, void *arg)
 {
 	struct iw_cm_id_int *id = arg;
-	struct iw_context *ctx = id->pub.context;
+	struct iw_ev *ev = id->ev;
 	(void)fd;
 	(void)what;
-	iw_ev_enter(ctx);
+	iw_ev_enter(ev);
 	if (id->conn.state == IW_CONN_CONNECTING)
 		connected(id);
 	else
 		act(id, IW_CONN_EV_SEND);
-	iw_ev_leave(ctx);
+	iw_ev_leave(ev);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct iw_cm_id_int *id = arg;
-	struct iw_context *ctx = id->pub.context;
+	struct iw_ev *ev = id->ev;
 	(void)fd;
 	(void)what;
-	iw_ev_enter(ctx);
+	iw_ev_enter(ev);
 	id->tmo_at = UINT64_MAX; /* fired: not armed any more */
 	act(id, iw_conn_on_timer(&id->conn, now_ms()));
-	iw_ev_leave(ctx);
+	iw_ev_leave(ev);
 }
 
 /* ------------------------------------------------------------ listen */
@@ -805,7 +847,7 @@ static void accept_one(struct iw_cm_id_int *l, int fd)
 		return;
 	}
 	void *user = __atomic_load_n(&l->pub.user_context, __ATOMIC_ACQUIRE); /* iw_cm_set_context */
-	struct iw_cm_id_int *id = iw_cm_id_alloc(l->ch, user);
+	struct iw_cm_id_int *id = iw_cm_id_alloc(l->ch, l->ev, user);
 	if (!id) {
 		close(fd);
 		return;
@@ -844,18 +886,18 @@ static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
 	struct iw_cm_id_int *l = arg;
 	(void)fd;
 	(void)what;
-	iw_ev_enter(l->pub.context);
+	iw_ev_enter(l->ev);
 	if (l->rd)
 		event_add(l->rd, NULL);
-	iw_ev_leave(l->pub.context);
+	iw_ev_leave(l->ev);
 }
 
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct iw_cm_id_int *l = arg;
-	struct iw_context *ctx = l->pub.context;
+	struct iw_ev *ev = l->ev;
 	(void)what;
-	iw_ev_enter(ctx);
+	iw_ev_enter(ev);
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -869,7 +911,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		l->pause_ms = 0;
 		accept_one(l, fd);
 	}
-	iw_ev_leave(ctx);
+	iw_ev_leave(ev);
 }
 
 int iw_cm_conn_listen(struct iw_cm_id_int *id)
@@ -879,6 +921,7 @@ int iw_cm_conn_listen(struct iw_cm_id_int *id)
 						 : sizeof(struct sockaddr_in);
 	if (!id->lcount && !(id->lcount = iw_cm_lcount_new(id->pub.context->alloc)))
 		return ENOMEM;
+	id->lcount->listener = id; /* nobody else holds it yet */
 	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
@@ -946,12 +989,12 @@ static void on_redial(evutil_socket_t fd, short what, void *arg)
 	struct iw_cm_id_int *id = arg;
 	(void)fd;
 	(void)what;
-	iw_ev_enter(id->pub.context);
+	iw_ev_enter(id->ev);
 	free_event(&id->redial);
 	int rc = id->conn.state == IW_CONN_CONNECTING ? dial(id) : 0;
 	if (rc)
 		act(id, iw_conn_io_error(&id->conn, rc));
-	iw_ev_leave(id->pub.context);
+	iw_ev_leave(id->ev);
 }
 
 /* The dial failed. A refusal within refused_retry_ms of iw_cm_connect

@@ -85,6 +85,11 @@ static void free_dead(struct iw_evq_node *n)
 	iw_free(e->alloc, e);
 }
 
+void iw_cm_event_discard(struct iw_cm_event *ev)
+{
+	free_dead(&((struct cm_event *)((char *)ev - offsetof(struct cm_event, pub)))->node);
+}
+
 int iw_cm_event_take(struct iw_cm_channel_int *c, struct iw_cm_event **out)
 {
 	struct iw_evq_node *n;
@@ -115,8 +120,8 @@ void iw_cm_channel_drain(struct iw_cm_channel_int *c)
 
 /* ------------------------------------------------------------ work list */
 
-/* Ids the loop must look at, queued from any thread on their own
- * context's loop (ev.h); the loop runs iw_cm_conn_work for each. */
+/* Ids the loop must look at, queued from any thread on their own loop
+ * (ev.h); the loop runs iw_cm_conn_work for each. */
 static void run_work(struct iw_ev_work *w)
 {
 	iw_cm_conn_work((struct iw_cm_id_int *)((char *)w - offsetof(struct iw_cm_id_int, work)));
@@ -124,12 +129,21 @@ static void run_work(struct iw_ev_work *w)
 
 void iw_cm_want_work(struct iw_cm_id_int *id)
 {
-	iw_ev_work_queue(id->pub.context, &id->work);
+	iw_ev_work_queue(id->ev, &id->work);
+}
+
+void iw_cm_id_move(struct iw_cm_id_int *id, struct iw_ev *to)
+{
+	iw_ev_work_cancel(id->ev, &id->work);
+	iw_ev_ids_add(id->ev, -1);
+	iw_ev_ids_add(to, 1);
+	id->ev = to;
 }
 
 /* ------------------------------------------------------------ ids */
 
-struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context)
+struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, struct iw_ev *ev,
+				    void *user_context)
 {
 	const struct iw_alloc_ops *a = ch->pub.context->alloc;
 	struct iw_cm_id_int *id = iw_calloc(a, 1, sizeof(*id));
@@ -145,6 +159,7 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_con
 	id->pub.channel = &ch->pub;
 	id->pub.user_context = user_context;
 	id->ch = ch;
+	id->ev = ev;
 	id->fd = -1;
 	iw_conn_init(&id->conn, NULL);
 	if (ch->pub.context->conn_opts) /* checked by iw_context_new */
@@ -153,8 +168,8 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_con
 	pthread_mutex_init(&id->txlock, NULL);
 	pthread_mutex_init(&id->rxlock, NULL);
 	id->work.fn = run_work;
-	ch->num_ids++;
-	iw_ev_ids_add(ch->pub.context, 1);
+	atomic_fetch_add(&ch->num_ids, 1);
+	iw_ev_ids_add(ev, 1);
 	return id;
 }
 
@@ -202,7 +217,8 @@ struct iw_cm_lcount *iw_cm_lcount_new(const struct iw_alloc_ops *a)
 	if (lc) {
 		lc->alloc = a;
 		atomic_init(&lc->bad_stag, 0);
-		lc->refs = 1;
+		atomic_init(&lc->refs, 1);
+		pthread_mutex_init(&lc->lock, NULL);
 	}
 	return lc;
 }
@@ -210,14 +226,16 @@ struct iw_cm_lcount *iw_cm_lcount_new(const struct iw_alloc_ops *a)
 struct iw_cm_lcount *iw_cm_lcount_get(struct iw_cm_lcount *lc)
 {
 	if (lc)
-		lc->refs++;
+		atomic_fetch_add(&lc->refs, 1);
 	return lc;
 }
 
 void iw_cm_lcount_put(struct iw_cm_lcount *lc)
 {
-	if (lc && --lc->refs == 0)
+	if (lc && atomic_fetch_sub(&lc->refs, 1) == 1) {
+		pthread_mutex_destroy(&lc->lock);
 		iw_free(lc->alloc, lc);
+	}
 }
 
 /* A listener going away: CONNECT_REQUESTs still queued stop naming it. */
@@ -236,12 +254,15 @@ static void forget_listener(struct iw_cm_id_int *id)
 void iw_cm_id_release(struct iw_cm_id_int *id)
 {
 	iw_cm_child_unlink(id);
+	iw_cm_spread_forget(id);
 	forget_listener(id);
-	iw_ev_work_cancel(id->pub.context, &id->work);
+	iw_ev_work_cancel(id->ev, &id->work);
 	kill_events(id);
+	if (id->handoff)
+		iw_cm_event_discard(id->handoff);
 	iw_cm_lcount_put(id->lcount);
-	id->ch->num_ids--;
-	iw_ev_ids_add(id->pub.context, -1);
+	atomic_fetch_sub(&id->ch->num_ids, 1);
+	iw_ev_ids_add(id->ev, -1);
 	pthread_mutex_destroy(&id->txlock);
 	pthread_mutex_destroy(&id->rxlock);
 	iw_free(id->pub.context->alloc, atomic_load(&id->spare));

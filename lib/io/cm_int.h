@@ -2,9 +2,11 @@
 /*
  * The connection manager's private state: cm_id.c (ids, events, loop
  * work) and cm_conn.c (the socket pump) in this layer, and lib/api/cm.c
- * (the exported calls) above it, which calls down into both. Everything here runs on the loop thread under the CM
- * lock (ev.h), except the transmit path, which application threads enter
- * through iw_cm_conn_tx when they post work.
+ * (the exported calls) above it, which calls down into both, and
+ * cm_spread.c (which loop an accepted connection goes to). Everything
+ * about an id runs on its loop's thread under that loop's lock (ev.h),
+ * except the transmit path, which application threads enter through
+ * iw_cm_conn_tx when they post work.
  */
 #ifndef IW_CM_INT_H
 #define IW_CM_INT_H
@@ -24,22 +26,32 @@ struct iw_trace_conn;
 struct iw_cm_channel_int {
 	struct iw_cm_channel pub;
 	struct iw_evq q;
-	int num_ids;
+	atomic_int num_ids; /* its ids may live on different loops */
 };
 
 /* A listener's count of accesses refused for their STag, shared with the
  * ids it accepted, whose QPs add to it (iw_mem_req.bad_stag_group): kept
  * until the last of them is gone, so a connection may outlive its
- * listener. Taken and dropped on the loop thread. */
+ * listener. Taken and dropped on any loop (ids handed to other loops keep
+ * theirs). It also names the listener while it lives (under lock), for
+ * the CONNECT_REQUEST of a connection another loop raises (cm_spread.c). */
 struct iw_cm_lcount {
 	const struct iw_alloc_ops *alloc;
 	atomic_ulong bad_stag;
-	int refs;
+	atomic_int refs;
+	pthread_mutex_t lock;
+	struct iw_cm_id_int *listener; /* NULL once it is destroyed */
 };
 
 struct iw_cm_id_int {
 	struct iw_cm_id pub;
 	struct iw_cm_channel_int *ch;
+	/* The loop the id belongs to: every callback and iw_ev_call of the
+	 * id runs there. Changed only before the application sees the id
+	 * (a hand-off, cm_spread.c) or by iw_cm_set_loop on an idle id. */
+	struct iw_ev *ev;
+	/* A CONNECT_REQUEST handed to ev with the id, raised by its loop. */
+	struct iw_cm_event *handoff;
 	/* The connection (sans-I/O): its state is the id's state. */
 	struct iw_conn conn;
 	bool bound;
@@ -97,6 +109,9 @@ struct iw_cm_id_int {
 	struct iw_cm_listener_stats lstats;
 	uint32_t num_children;
 	uint32_t pause_ms;
+	/* Listener: how it spreads what it accepts, and its round robin. */
+	struct iw_cm_spread spread;
+	unsigned spread_next;
 	/* The listener's STag count: its own, or the one of the listener
 	 * that accepted this id (NULL: neither). */
 	struct iw_cm_lcount *lcount;
@@ -108,7 +123,11 @@ static inline struct iw_cm_id_int *iw_cm_id_int(struct iw_cm_id *id)
 }
 
 /* cm_id.c */
-struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, void *user_context);
+struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, struct iw_ev *ev,
+				    void *user_context);
+/* Move an id no callback can be running for to loop to (its old loop's
+ * thread, or its new one's for a hand-off). */
+void iw_cm_id_move(struct iw_cm_id_int *id, struct iw_ev *to);
 void iw_cm_id_release(struct iw_cm_id_int *id);
 /* Link a new responder id to its listener / unlink it (NULL-safe). */
 void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id);
@@ -122,6 +141,8 @@ void iw_cm_lcount_put(struct iw_cm_lcount *lc);
 struct iw_cm_event *iw_cm_event_new(struct iw_cm_id_int *id, enum iw_cm_event_type type,
 				    int status);
 void iw_cm_event_queue(struct iw_cm_id_int *id, struct iw_cm_event *ev);
+/* Free an event that was never queued. */
+void iw_cm_event_discard(struct iw_cm_event *ev);
 /* Copy private data into an event (it lives until the ack). */
 void iw_cm_event_set_pd(struct iw_cm_event *ev, const uint8_t *pd, uint16_t len);
 void iw_cm_raise(struct iw_cm_id_int *id, enum iw_cm_event_type type, int status);
@@ -142,6 +163,9 @@ int iw_cm_conn_disconnect(struct iw_cm_id_int *id);
 void iw_cm_conn_abort(struct iw_cm_id_int *id);
 /* Loop work for id: arm writes, act on engine events. */
 void iw_cm_conn_work(struct iw_cm_id_int *id);
+/* Free the id's libevent events (a hand-off to another loop, whose
+ * adoption makes new ones there: iw_cm_conn_work). */
+void iw_cm_conn_unhook(struct iw_cm_id_int *id);
 /* Write what the QP has queued (any thread; never blocks). */
 void iw_cm_conn_tx(struct iw_cm_id_int *id);
 /* A polling thread's turn at qp's connection (context.h progress hook):
@@ -155,5 +179,15 @@ unsigned iw_cm_conn_poll_armed(struct iw_qp *qp);
 unsigned iw_cm_conn_handback(struct iw_qp *qp);
 /* The loop's next pause after one of ms while pollers stay. */
 uint32_t iw_cm_pause_next(uint32_t ms);
+
+/* cm_spread.c (the listener's loop). Hand an accepted connection whose
+ * MPA Request came in, and its CONNECT_REQUEST req, to the loop its
+ * listener's policy picks. False: it stays here (req untouched). */
+bool iw_cm_spread_handoff(struct iw_cm_id_int *id, struct iw_cm_event *req);
+/* On the new loop: queue the CONNECT_REQUEST of a handed-off id. */
+void iw_cm_spread_deliver(struct iw_cm_id_int *id, struct iw_cm_event *req);
+/* The listener is going: connections still being handed off no longer
+ * name it. */
+void iw_cm_spread_forget(struct iw_cm_id_int *l);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The libevent loop of a context (ev.h). */
+/* One event loop of a context's loop group (ev.h). */
 #define _GNU_SOURCE /* pthread_attr_setaffinity_np, pthread_setname_np */
 #include <errno.h>
 #include <event2/event.h>
@@ -9,7 +9,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "engine/context.h"
 #include "base/alloc.h"
 #include "io/ev.h"
 
@@ -24,17 +23,19 @@ struct iw_ev_cmd {
 struct iw_ev {
 	const struct iw_alloc_ops *alloc; /* the context's */
 	struct event_base *base;
+	unsigned index;        /* in the context's group */
 	bool own;              /* base and thread are ours */
 	pthread_t thread;
 	bool thread_running;
 	pthread_t loop_tid;    /* any thread reads it: atomic accesses only */
-	pthread_mutex_t big;   /* the CM lock */
+	bool tid_set;          /* loop_tid is known (atomic accesses) */
+	pthread_mutex_t big;   /* the loop's lock */
 	pthread_mutex_t qlock; /* cmds and stop */
 	pthread_cond_t qcond;
 	struct iw_ev_cmd *cmds, **cmd_tail;
 	struct iw_ev_work *work, **work_tail; /* under qlock */
 	bool stop;
-	int num_ids;
+	int num_ids;           /* atomic accesses */
 	int kick_fd;
 	struct event *kick_ev;
 	unsigned char *bounce;
@@ -48,52 +49,50 @@ struct iw_ev {
 static void set_loop_tid(struct iw_ev *ev, pthread_t t)
 {
 	__atomic_store_n(&ev->loop_tid, t, __ATOMIC_RELAXED);
+	__atomic_store_n(&ev->tid_set, true, __ATOMIC_RELEASE);
 }
 
-struct event_base *iw_ev_base(struct iw_context *ctx)
+struct event_base *iw_ev_base(struct iw_ev *ev)
 {
-	return ctx->ev->base;
+	return ev->base;
 }
 
-bool iw_ev_on_loop(struct iw_context *ctx)
+unsigned iw_ev_index(const struct iw_ev *ev)
 {
-	pthread_t t = __atomic_load_n(&ctx->ev->loop_tid, __ATOMIC_RELAXED);
+	return ev->index;
+}
+
+bool iw_ev_on_loop(struct iw_ev *ev)
+{
+	if (!__atomic_load_n(&ev->tid_set, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_t t = __atomic_load_n(&ev->loop_tid, __ATOMIC_RELAXED);
 	return pthread_equal(pthread_self(), t);
 }
 
-void iw_ev_lock(struct iw_context *ctx)
+void iw_ev_enter(struct iw_ev *ev)
 {
-	pthread_mutex_lock(&ctx->ev->big);
+	set_loop_tid(ev, pthread_self());
+	pthread_mutex_lock(&ev->big);
 }
 
-void iw_ev_unlock(struct iw_context *ctx)
+void iw_ev_leave(struct iw_ev *ev)
 {
-	pthread_mutex_unlock(&ctx->ev->big);
+	pthread_mutex_unlock(&ev->big);
 }
 
-void iw_ev_enter(struct iw_context *ctx)
+unsigned char *iw_ev_bounce(struct iw_ev *ev, size_t *len)
 {
-	set_loop_tid(ctx->ev, pthread_self());
-	pthread_mutex_lock(&ctx->ev->big);
+	*len = ev->bounce_len;
+	return ev->bounce;
 }
 
-void iw_ev_leave(struct iw_context *ctx)
-{
-	pthread_mutex_unlock(&ctx->ev->big);
-}
-
-unsigned char *iw_ev_bounce(struct iw_context *ctx, size_t *len)
-{
-	*len = ctx->ev->bounce_len;
-	return ctx->ev->bounce;
-}
-
-void iw_ev_kick(struct iw_context *ctx)
+void iw_ev_kick(struct iw_ev *ev)
 {
 	uint64_t one = 1;
 	/* An eventfd write only fails when the counter would overflow, and
 	 * then a kick is pending anyway. */
-	if (write(ctx->ev->kick_fd, &one, sizeof(one)) < 0)
+	if (write(ev->kick_fd, &one, sizeof(one)) < 0)
 		return;
 }
 
@@ -119,9 +118,8 @@ static void run_cmds(struct iw_ev *ev)
 	}
 }
 
-void iw_ev_work_queue(struct iw_context *ctx, struct iw_ev_work *w)
+void iw_ev_work_queue(struct iw_ev *ev, struct iw_ev_work *w)
 {
-	struct iw_ev *ev = ctx->ev;
 	pthread_mutex_lock(&ev->qlock);
 	bool kick = !w->queued;
 	if (kick) {
@@ -132,12 +130,11 @@ void iw_ev_work_queue(struct iw_context *ctx, struct iw_ev_work *w)
 	}
 	pthread_mutex_unlock(&ev->qlock);
 	if (kick)
-		iw_ev_kick(ctx);
+		iw_ev_kick(ev);
 }
 
-void iw_ev_work_cancel(struct iw_context *ctx, struct iw_ev_work *w)
+void iw_ev_work_cancel(struct iw_ev *ev, struct iw_ev_work *w)
 {
-	struct iw_ev *ev = ctx->ev;
 	pthread_mutex_lock(&ev->qlock);
 	if (w->queued) {
 		struct iw_ev_work **pp = &ev->work;
@@ -171,8 +168,7 @@ static void run_work(struct iw_ev *ev)
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
-	struct iw_context *ctx = arg;
-	struct iw_ev *ev = ctx->ev;
+	struct iw_ev *ev = arg;
 	uint64_t v;
 	(void)what;
 	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -189,10 +185,9 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(ev->base);
 }
 
-int iw_ev_call(struct iw_context *ctx, int (*fn)(void *), void *arg)
+int iw_ev_call(struct iw_ev *ev, int (*fn)(void *), void *arg)
 {
-	struct iw_ev *ev = ctx->ev;
-	if (iw_ev_on_loop(ctx)) {
+	if (iw_ev_on_loop(ev)) {
 		pthread_mutex_lock(&ev->big);
 		int rc = fn(arg);
 		pthread_mutex_unlock(&ev->big);
@@ -203,7 +198,7 @@ int iw_ev_call(struct iw_context *ctx, int (*fn)(void *), void *arg)
 	*ev->cmd_tail = &c;
 	ev->cmd_tail = &c.next;
 	pthread_mutex_unlock(&ev->qlock);
-	iw_ev_kick(ctx);
+	iw_ev_kick(ev);
 	pthread_mutex_lock(&ev->qlock);
 	while (!c.done)
 		pthread_cond_wait(&ev->qcond, &ev->qlock);
@@ -213,8 +208,7 @@ int iw_ev_call(struct iw_context *ctx, int (*fn)(void *), void *arg)
 
 static void *loop_main(void *arg)
 {
-	struct iw_context *ctx = arg;
-	struct iw_ev *ev = ctx->ev;
+	struct iw_ev *ev = arg;
 	for (;;) {
 		event_base_loop(ev->base, EVLOOP_NO_EXIT_ON_EMPTY);
 		pthread_mutex_lock(&ev->qlock);
@@ -228,9 +222,8 @@ static void *loop_main(void *arg)
 /* The affinity is set before the thread runs, so it never runs elsewhere;
  * a set the kernel refuses fails pthread_create (EINVAL). The name only
  * labels it (ps -L, top -H, gdb): its failure is ignored. */
-static int start_thread(struct iw_context *ctx, const struct iw_ev_thread_opts *t)
+static int start_thread(struct iw_ev *ev, const struct iw_ev_thread_opts *t)
 {
-	struct iw_ev *ev = ctx->ev;
 	pthread_attr_t a;
 	int rc = pthread_attr_init(&a);
 	if (rc)
@@ -238,7 +231,7 @@ static int start_thread(struct iw_context *ctx, const struct iw_ev_thread_opts *
 	if (t && t->cpuset)
 		rc = pthread_attr_setaffinity_np(&a, t->cpuset_size, t->cpuset);
 	if (!rc)
-		rc = pthread_create(&ev->thread, &a, loop_main, ctx);
+		rc = pthread_create(&ev->thread, &a, loop_main, ev);
 	pthread_attr_destroy(&a);
 	if (rc)
 		return rc;
@@ -248,8 +241,23 @@ static int start_thread(struct iw_context *ctx, const struct iw_ev_thread_opts *
 	return 0;
 }
 
-static void ev_free(struct iw_ev *ev)
+static void stop_thread(struct iw_ev *ev)
 {
+	if (!ev->thread_running)
+		return;
+	pthread_mutex_lock(&ev->qlock);
+	ev->stop = true;
+	pthread_mutex_unlock(&ev->qlock);
+	iw_ev_kick(ev);
+	pthread_join(ev->thread, NULL);
+	ev->thread_running = false;
+}
+
+void iw_ev_free(struct iw_ev *ev)
+{
+	if (!ev)
+		return;
+	stop_thread(ev);
 	if (ev->kick_ev)
 		event_free(ev->kick_ev);
 	if (ev->kick_fd >= 0)
@@ -263,71 +271,61 @@ static void ev_free(struct iw_ev *ev)
 	iw_free(ev->alloc, ev);
 }
 
-int iw_ev_init(struct iw_context *ctx, struct event_base *base, size_t bounce_len,
-	       const struct iw_ev_thread_opts *t)
+/* The base and its kick event; an application's base is kicked at once,
+ * so that its first dispatch records the thread that runs it. */
+static int ev_arm(struct iw_ev *ev, struct event_base *base)
 {
-	struct iw_ev *ev = iw_calloc(ctx->alloc, 1, sizeof(*ev));
+	ev->own = base == NULL;
+	ev->base = base ? base : event_base_new();
+	ev->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ev->kick_fd < 0)
+		return errno;
+	if (!ev->base)
+		return ENOMEM;
+	ev->kick_ev = event_new(ev->base, ev->kick_fd, EV_READ | EV_PERSIST, on_kick, ev);
+	if (!ev->kick_ev || event_add(ev->kick_ev, NULL))
+		return ENOMEM;
+	if (!ev->own)
+		iw_ev_kick(ev);
+	return 0;
+}
+
+int iw_ev_new(struct iw_ev **out, const struct iw_alloc_ops *a, struct event_base *base,
+	      size_t bounce_len, const struct iw_ev_thread_opts *t, unsigned index,
+	      bool creator_runs)
+{
+	struct iw_ev *ev = iw_calloc(a, 1, sizeof(*ev));
 	if (!ev)
 		return ENOMEM;
-	ev->alloc = ctx->alloc;
-	ev->bounce_len = bounce_len;
-	ev->bounce = iw_malloc(ctx->alloc, bounce_len);
-	if (!ev->bounce) {
-		iw_free(ctx->alloc, ev);
-		return ENOMEM;
-	}
+	ev->alloc = a;
+	ev->index = index;
+	ev->kick_fd = -1;
 	pthread_mutex_init(&ev->big, NULL);
 	pthread_mutex_init(&ev->qlock, NULL);
 	pthread_cond_init(&ev->qcond, NULL);
 	ev->cmd_tail = &ev->cmds;
 	ev->work_tail = &ev->work;
-	set_loop_tid(ev, pthread_self());
-	ev->own = base == NULL;
-	ev->base = base ? base : event_base_new();
-	ev->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	ctx->ev = ev;
-	int rc = 0;
-	if (!ev->base || ev->kick_fd < 0)
-		rc = ev->kick_fd < 0 ? errno : ENOMEM;
-	if (!rc) {
-		ev->kick_ev = event_new(ev->base, ev->kick_fd, EV_READ | EV_PERSIST, on_kick, ctx);
-		if (!ev->kick_ev || event_add(ev->kick_ev, NULL))
-			rc = ENOMEM;
-	}
+	if (creator_runs || !base)
+		set_loop_tid(ev, pthread_self());
+	ev->bounce_len = bounce_len;
+	ev->bounce = iw_malloc(a, bounce_len);
+	int rc = ev->bounce ? ev_arm(ev, base) : ENOMEM;
 	if (!rc && ev->own)
-		rc = start_thread(ctx, t);
+		rc = start_thread(ev, t);
 	if (rc) {
-		ev_free(ev);
-		ctx->ev = NULL;
+		iw_ev_free(ev);
+		return rc;
 	}
-	return rc;
-}
-
-void iw_ev_ids_add(struct iw_context *ctx, int delta)
-{
-	pthread_mutex_lock(&ctx->ev->qlock);
-	ctx->ev->num_ids += delta;
-	pthread_mutex_unlock(&ctx->ev->qlock);
-}
-
-int iw_ev_cleanup(struct iw_context *ctx)
-{
-	struct iw_ev *ev = ctx->ev;
-	if (!ev)
-		return 0;
-	pthread_mutex_lock(&ev->qlock);
-	int ids = ev->num_ids;
-	pthread_mutex_unlock(&ev->qlock);
-	if (ids)
-		return EBUSY;
-	if (ev->thread_running) {
-		pthread_mutex_lock(&ev->qlock);
-		ev->stop = true;
-		pthread_mutex_unlock(&ev->qlock);
-		iw_ev_kick(ctx);
-		pthread_join(ev->thread, NULL);
-	}
-	ev_free(ev);
-	ctx->ev = NULL;
+	*out = ev;
 	return 0;
+}
+
+void iw_ev_ids_add(struct iw_ev *ev, int delta)
+{
+	__atomic_add_fetch(&ev->num_ids, delta, __ATOMIC_RELAXED);
+}
+
+int iw_ev_ids(struct iw_ev *ev)
+{
+	return __atomic_load_n(&ev->num_ids, __ATOMIC_RELAXED);
 }
