@@ -26,5 +26,6 @@ Suite *suite_srq(void);
 Suite *suite_device(void);
 Suite *suite_poll_set(void);
 Suite *suite_alloc(void);
+Suite *suite_accept(void);
 
 #endif

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+#include <dirent.h>
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,4 +32,16 @@ bool tu_under_valgrind(void)
 	const char *pre = getenv("LD_PRELOAD");
 
 	return pre && strstr(pre, "vgpreload");
+}
+
+int tu_open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
 }

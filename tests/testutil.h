@@ -12,4 +12,6 @@ uint32_t tu_ref_crc32c(const uint8_t *p, size_t n);
 size_t tu_unhex(uint8_t *out, size_t cap, const char *s);
 /* True when the suite runs under valgrind (its preload is in LD_PRELOAD). */
 bool tu_under_valgrind(void);
+/* Descriptors open in this process (entries of /proc/self/fd), -1 if unknown. */
+int tu_open_fds(void);
 #endif

@@ -276,9 +276,10 @@ struct iw_conn_opts {
 	 * buffer and a copy, cheaper than a system call each. At least 1. */
 	uint32_t direct_min;
 	/* Listener: incoming connections still waiting for their MPA Request
-	 * (each holds a socket until the MPA timeout) at most; more are
-	 * reset as soon as they are accepted (iw_cm_listener_stats counts
-	 * them). At least 1. */
+	 * (each holds a socket until the MPA timeout) at most; when one more
+	 * is accepted, the one that has waited longest (a silent or slow
+	 * peer: a well-behaved one sends its Request at once) is reset to
+	 * make room (iw_cm_listener_stats counts them). At least 1. */
 	uint32_t max_pending;
 	/* Liveness of a quiet peer. A host that vanishes without a word
 	 * (power cut, pulled cable, a firewall dropping the flow) sends no FIN
@@ -370,7 +371,8 @@ struct iw_cm_listener_stats {
 	uint32_t comp_mask;     /* none defined yet: 0 */
 	uint64_t accepted;      /* TCP connections accepted */
 	uint64_t requests;      /* CONNECT_REQUESTs raised */
-	uint64_t rejected_full; /* reset at once: max_pending handshakes were waiting */
+	uint64_t rejected_full; /* reset to make room: max_pending handshakes were waiting
+				 * and the one waiting longest went */
 	uint64_t rejected_bad;  /* closed: not a valid MPA Request (garbage, bad key,
 				 * octets after it), no Reply sent */
 	uint64_t rejected_gone; /* the peer closed or reset before its Request was in */

@@ -830,22 +830,23 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 
 /* ------------------------------------------------------------ listen */
 
-/* RST at once: the peer learns there is no room, and no fd lingers. */
-static void refuse(int fd)
+/* max_pending handshakes wait: reset the one that has waited longest, not
+ * the newcomer. A well-behaved peer sends its Request within a round trip
+ * of connecting, so the oldest is the silent or slow one; refusing the
+ * newcomer instead let a few slow peers, reconnecting as they are timed
+ * out, keep every other peer out (issue 13). */
+static void make_room(struct iw_cm_id_int *l)
 {
-	struct linger lg = {.l_onoff = 1, .l_linger = 0};
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	close(fd);
+	struct iw_cm_id_int *old = l->child_oldest;
+	l->lstats.rejected_full++;
+	act(old, iw_conn_abort(&old->conn) | IW_CONN_EV_DROPPED);
 }
 
 static void accept_one(struct iw_cm_id_int *l, int fd)
 {
 	l->lstats.accepted++;
-	if (l->num_children >= l->conn.tune.max_pending) {
-		l->lstats.rejected_full++;
-		refuse(fd);
-		return;
-	}
+	if (l->num_children >= l->conn.tune.max_pending && l->child_oldest)
+		make_room(l);
 	void *user = __atomic_load_n(&l->pub.user_context, __ATOMIC_ACQUIRE); /* iw_cm_set_context */
 	struct iw_cm_id_int *id = iw_cm_id_alloc(l->ch, l->ev, user);
 	if (!id) {

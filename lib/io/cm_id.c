@@ -193,6 +193,8 @@ void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id)
 	id->child_next = l->children;
 	if (l->children)
 		l->children->child_prev = id;
+	else
+		l->child_oldest = id;
 	l->children = id;
 }
 
@@ -207,6 +209,8 @@ void iw_cm_child_unlink(struct iw_cm_id_int *id)
 		l->children = id->child_next;
 	if (id->child_next)
 		id->child_next->child_prev = id->child_prev;
+	else
+		l->child_oldest = id->child_prev;
 	l->num_children--;
 	id->listener = id->child_prev = id->child_next = NULL;
 }

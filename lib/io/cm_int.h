@@ -104,6 +104,7 @@ struct iw_cm_id_int {
 	 * and drops them if it is destroyed first. */
 	struct iw_cm_id_int *listener;
 	struct iw_cm_id_int *children, *child_prev, *child_next;
+	struct iw_cm_id_int *child_oldest; /* listener: its longest-waiting child */
 	/* Listener: its counters, unseen children, and the pause after
 	 * accept(2) ran out of descriptors (ms, 0: not paused). */
 	struct iw_cm_listener_stats lstats;
@@ -129,7 +130,8 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, struct iw_ev *
  * thread, or its new one's for a hand-off). */
 void iw_cm_id_move(struct iw_cm_id_int *id, struct iw_ev *to);
 void iw_cm_id_release(struct iw_cm_id_int *id);
-/* Link a new responder id to its listener / unlink it (NULL-safe). */
+/* Link a new responder id to its listener (newest first; the oldest is
+ * l->child_oldest) / unlink it (NULL-safe). */
 void iw_cm_child_link(struct iw_cm_id_int *l, struct iw_cm_id_int *id);
 void iw_cm_child_unlink(struct iw_cm_id_int *id);
 /* A listener's STag count: a new one (NULL: out of memory), one more
