@@ -107,13 +107,13 @@ fi
 # The guest's userspace with its Depends/Pre-Depends closure, minus the
 # packaging and login machinery that a busybox init never runs.
 GUEST_PKGS="busybox-static dash libc6 libibverbs1 ibverbs-providers librdmacm1
- rdmacm-utils perftest ibverbs-utils iproute2 kmod tcpdump ethtool netbase"
+ rdmacm-utils perftest ibverbs-utils iproute2 kmod tcpdump ethtool netbase nvme-cli"
 EXCLUDE_RE='^(adduser|cdebconf|debconf|dpkg|install-info|passwd|libpam.*|libsemanage.*|libsepol.*|libaudit.*|libdebian-installer.*|libnewt.*|libslang.*|libtextwrap.*|tar|readline-common|libreadline.*|libelogind0|libcap2-bin|perl-base|init-system-helpers|lsb-base|udev|systemd.*|sysvinit-utils|debianutils|coreutils|base-files|mawk|gawk|libcrypt1|cpio|util-linux.*|psmisc)$'
 # Single binaries taken from these (libc only): busybox's applets of the same
 # names resolve commands to its own applets first (`timeout 5 sh` would run
 # busybox's ash, `taskset -c 0 ip` its ip), which scenarios must not trip on.
 PICK_PKGS="util-linux coreutils psmisc"
-PICK_BINS="usr/bin/taskset usr/bin/setsid usr/bin/timeout usr/bin/killall"
+PICK_BINS="usr/bin/taskset usr/bin/setsid usr/bin/timeout usr/bin/killall bin/dd usr/bin/sha256sum"
 
 # The manifest (package and .deb file name) is recomputed only when the apt
 # lists or the package selection change.
@@ -305,7 +305,7 @@ ldconfig -r "$ROOTFS"
 
 # Kernel modules: what siw, virtio and 9p need, with their dependencies.
 MODS="virtio_pci virtio_net virtio_console 9pnet_virtio 9p ib_core ib_cm iw_cm rdma_cm
- ib_uverbs rdma_ucm crc32c_generic crc32c_intel libcrc32c"
+ ib_uverbs rdma_ucm crc32c_generic crc32c_intel libcrc32c nvme_core nvme_fabrics nvme_rdma"
 MD=lib/modules/$KVER
 for m in $MODS; do
 	modprobe -d "$KROOT" -S "$KVER" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
@@ -325,7 +325,7 @@ modprobe -d "$ROOTFS" -S "$KVER" --show-depends siw >/dev/null ||
 bad=0
 for p in rping ucmatose ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat \
 	ib_read_lat ibv_devices ibv_devinfo rdma ip ss tcpdump kmod ethtool \
-	taskset setsid timeout killall dash; do
+	taskset setsid timeout killall dash nvme dd sha256sum; do
 	f=
 	for d in usr/bin usr/sbin; do
 		if [ -e "$ROOTFS/$d/$p" ]; then
