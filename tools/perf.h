@@ -32,7 +32,7 @@ enum perf_exit {
 
 enum perf_test { PT_WRITE, PT_READ, PT_SEND, PT_WRITE_LAT, PT_SEND_LAT, PT_READ_LAT,
 		 PT_CONNECT };
-enum perf_role { ROLE_LOOPBACK, ROLE_SERVER, ROLE_CLIENT, ROLE_IDLE };
+enum perf_role { ROLE_LOOPBACK, ROLE_SERVER, ROLE_CLIENT, ROLE_IDLE, ROLE_CHURN };
 
 #define PERF_MAX_SIZE (8u << 20)   /* perftest's MAX_SIZE: -a goes up to 2^23 */
 #define PERF_DEF_PORT 18515        /* perftest's DEF_PORT */
@@ -58,6 +58,7 @@ struct perf_opts {
 	int poll;
 	bool as_perftest;       /* announce plain "6.06": no iwarp-perf extension */
 	int idle;               /* --idle N connections */
+	uint64_t churn;         /* --churn N cycles */
 	double timeout;         /* seconds for connection setup and replies */
 };
 
@@ -245,5 +246,26 @@ bool perf_comm_ready(struct perf_sess *s);
 /* ------------------------------------------------------------ idle */
 
 int perf_idle_run(const struct perf_opts *o);
+
+/* The two in-process ends --idle and --churn connect (perf_idle.c). */
+struct perf_end {
+	struct iw_context *ctx;
+	struct iw_cm_channel *cm;
+	struct iw_pd *pd;
+	struct iw_cq *cq;
+};
+int perf_end_open(struct perf_end *e, int depth);
+void perf_end_close(struct perf_end *e);
+/* The next event of ch within 10 s, which must be want (NULL otherwise). */
+struct iw_cm_event *perf_wait_ev(struct iw_cm_channel *ch, enum iw_cm_event_type want);
+/* Connect one pair (client c to listener address a of s); the ids out. */
+struct sockaddr_in;
+int perf_pair(struct perf_end *s, struct perf_end *c, const struct sockaddr_in *a, int depth,
+	      struct iw_cm_id **cid, struct iw_cm_id **sid);
+size_t perf_heap_used(void); /* malloc's in-use octets (mallinfo2) */
+size_t perf_rss_bytes(void); /* resident set, 0 if unknown */
+
+/* --churn N (perf_churn.c): N connect/transfer/disconnect cycles. */
+int perf_churn_run(const struct perf_opts *o);
 
 #endif /* IWARP_PERF_H */

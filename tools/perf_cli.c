@@ -23,6 +23,7 @@ static const char usage_text[] =
 	"                  [--json] [--timeout s]\n"
 	"                  [-p port] [--server | --loopback | server_address]\n"
 	"       iwarp-perf --idle N [-t depth] [--json]\n"
+	"       iwarp-perf --churn N [--json]\n"
 	"\n"
 	"Roles: --server listens on -p (default 18515) for one client, like a perftest\n"
 	"server; an address makes a client; with neither (or --loopback) both ends run\n"
@@ -64,6 +65,8 @@ static const char usage_text[] =
 	"  -R             accepted for perftest's command lines (always rdma_cm here)\n"
 	"  -F, -d dev     accepted and ignored, as perftest's (no CPU clock to check,\n"
 	"                 no RDMA device: libiwarp runs over the TCP stack)\n"
+	"  --churn N      N connect / one SEND each way / disconnect cycles in this process:\n"
+	"                 descriptors, heap and RSS over the first and the last 10,000\n"
 	"  --idle N       heap and RSS per idle connection, over N connection pairs (the\n"
 	"                 descriptor limit is raised to the hard limit; N must fit under it)\n"
 	"\n"
@@ -150,7 +153,7 @@ struct given {
 	bool size, iters, dur, depth, rx, test, max, server, loopback;
 };
 
-enum { O_TEST = 256, O_CRC, O_MARKERS, O_TCP, O_IDLE, O_JSON, O_LOOP, O_SERVER,
+enum { O_TEST = 256, O_CRC, O_MARKERS, O_TCP, O_IDLE, O_CHURN, O_JSON, O_LOOP, O_SERVER,
        O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL };
 
 static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
@@ -217,6 +220,11 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 			return bad("--idle %s: from 1 to 100000 connections", arg);
 		o->idle = (int)u;
 		return 0;
+	case O_CHURN:
+		if (whole(arg, 10, 1e8, &u))
+			return bad("--churn %s: from 10 to 100000000 cycles", arg);
+		o->churn = u;
+		return 0;
 	case O_TIMEOUT:
 		if (num(arg, 0.1, 3600, &d))
 			return bad("--timeout %s: seconds, 0.1 to 3600", arg);
@@ -257,8 +265,10 @@ static int check(const struct perf_opts *o, const struct given *g)
 		return bad("%s", "-n and -D exclude each other");
 	if (g->server + g->loopback + (o->server != NULL) > 1)
 		return bad("%s", "--server, --loopback and an address exclude each other");
-	if (o->idle && (o->server || g->server))
-		return bad("%s", "--idle runs in this process only");
+	if ((o->idle || o->churn) && (o->server || g->server))
+		return bad("%s", "--idle and --churn run in this process only");
+	if (o->idle && o->churn)
+		return bad("%s", "--idle and --churn exclude each other");
 	if (o->test != PT_CONNECT && o->qps > PERF_MAX_QPS)
 		return bad("-q %u: from 1 to 64 (1024 for --test connect)", o->qps);
 	if (o->test == PT_CONNECT && (o->bidir || o->sweep || g->size))
@@ -282,6 +292,7 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 		{"markers", no_argument, NULL, O_MARKERS},
 		{"tcp", no_argument, NULL, O_TCP},
 		{"idle", required_argument, NULL, O_IDLE},
+		{"churn", required_argument, NULL, O_CHURN},
 		{"json", no_argument, NULL, O_JSON},
 		{"loopback", no_argument, NULL, O_LOOP},
 		{"server", no_argument, NULL, O_SERVER},
@@ -320,7 +331,7 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 	int rc = check(o, &g);
 	if (rc)
 		return rc;
-	o->role = o->idle ? ROLE_IDLE : o->server ? ROLE_CLIENT : g.server ? ROLE_SERVER
+	o->role = o->churn ? ROLE_CHURN : o->idle ? ROLE_IDLE : o->server ? ROLE_CLIENT : g.server ? ROLE_SERVER
 									: ROLE_LOOPBACK;
 	defaults(o, &g);
 	return 0;

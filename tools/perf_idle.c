@@ -18,14 +18,7 @@
 
 #include "perf.h"
 
-struct idle_end {
-	struct iw_context *ctx;
-	struct iw_cm_channel *cm;
-	struct iw_pd *pd;
-	struct iw_cq *cq;
-};
-
-static size_t heap_used(void)
+size_t perf_heap_used(void)
 {
 	struct mallinfo2 mi = mallinfo2();
 	return mi.uordblks + mi.hblkhd;
@@ -36,7 +29,7 @@ static size_t heap_used(void)
 #define IDLE_FD_SLACK 64
 
 /* Resident set in bytes (/proc/self/statm), 0 if unknown. */
-static size_t rss_bytes(void)
+size_t perf_rss_bytes(void)
 {
 	unsigned long size, res = 0;
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -83,7 +76,7 @@ static int fds_for(int n)
 	return 0;
 }
 
-static int end_open(struct idle_end *e, int depth)
+int perf_end_open(struct perf_end *e, int depth)
 {
 	e->ctx = iw_context_new(NULL);
 	e->cm = e->ctx ? iw_cm_create_channel(e->ctx) : NULL;
@@ -92,7 +85,7 @@ static int end_open(struct idle_end *e, int depth)
 	return e->cm && e->pd && e->cq ? 0 : -1;
 }
 
-static void end_close(struct idle_end *e)
+void perf_end_close(struct perf_end *e)
 {
 	iw_destroy_cq(e->cq);
 	iw_dealloc_pd(e->pd);
@@ -100,7 +93,7 @@ static void end_close(struct idle_end *e)
 	iw_context_free(e->ctx);
 }
 
-static struct iw_cm_event *wait_ev(struct iw_cm_channel *ch, enum iw_cm_event_type want)
+struct iw_cm_event *perf_wait_ev(struct iw_cm_channel *ch, enum iw_cm_event_type want)
 {
 	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
 	struct iw_cm_event *ev;
@@ -115,7 +108,7 @@ static struct iw_cm_event *wait_ev(struct iw_cm_channel *ch, enum iw_cm_event_ty
 	return ev;
 }
 
-static int make_qp(struct idle_end *e, struct iw_cm_id *id, int depth)
+static int make_qp(struct perf_end *e, struct iw_cm_id *id, int depth)
 {
 	struct iw_qp_init_attr qa = {
 		.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IW_QPT_RC,
@@ -126,22 +119,22 @@ static int make_qp(struct idle_end *e, struct iw_cm_id *id, int depth)
 }
 
 /* One pair; the accepted id in *sid. */
-static int pair(struct idle_end *s, struct idle_end *c, const struct sockaddr_in *a, int depth,
+int perf_pair(struct perf_end *s, struct perf_end *c, const struct sockaddr_in *a, int depth,
 		struct iw_cm_id **cid, struct iw_cm_id **sid)
 {
 	struct iw_conn_param p = {.responder_resources = 16, .initiator_depth = 16};
 	if (iw_cm_create_id(c->cm, cid, NULL) || make_qp(c, *cid, depth) ||
 	    iw_cm_connect(*cid, (const struct sockaddr *)a, &p))
 		return -1;
-	struct iw_cm_event *ev = wait_ev(s->cm, IW_CM_EVENT_CONNECT_REQUEST);
+	struct iw_cm_event *ev = perf_wait_ev(s->cm, IW_CM_EVENT_CONNECT_REQUEST);
 	if (!ev)
 		return -1;
 	*sid = ev->id;
 	iw_cm_ack_event(ev);
 	if (make_qp(s, *sid, depth) || iw_cm_accept(*sid, &p))
 		return -1;
-	struct iw_cm_event *e1 = wait_ev(c->cm, IW_CM_EVENT_ESTABLISHED);
-	struct iw_cm_event *e2 = wait_ev(s->cm, IW_CM_EVENT_ESTABLISHED);
+	struct iw_cm_event *e1 = perf_wait_ev(c->cm, IW_CM_EVENT_ESTABLISHED);
+	struct iw_cm_event *e2 = perf_wait_ev(s->cm, IW_CM_EVENT_ESTABLISHED);
 	iw_cm_ack_event(e1);
 	iw_cm_ack_event(e2);
 	return e1 && e2 ? 0 : -1;
@@ -149,28 +142,28 @@ static int pair(struct idle_end *s, struct idle_end *c, const struct sockaddr_in
 
 int perf_idle_run(const struct perf_opts *o)
 {
-	struct idle_end s = {0}, c = {0};
+	struct perf_end s = {0}, c = {0};
 	int depth = (int)o->tx_depth, rc = PX_FAIL;
 	if (fds_for(o->idle))
 		return PX_CONNECT;
 	struct iw_cm_id *l = NULL, **ids = calloc((size_t)o->idle * 2, sizeof(*ids));
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (!ids || end_open(&s, depth) || end_open(&c, depth) ||
+	if (!ids || perf_end_open(&s, depth) || perf_end_open(&c, depth) ||
 	    iw_cm_create_id(s.cm, &l, NULL) || iw_cm_bind_addr(l, (struct sockaddr *)&a) ||
 	    iw_cm_listen(l, 1024)) {
 		fprintf(stderr, "iwarp-perf: idle setup: %s\n", strerror(errno));
 		goto out;
 	}
 	a.sin_port = ((struct sockaddr_in *)&l->local_addr)->sin_port;
-	size_t before = heap_used(), rss0 = rss_bytes();
+	size_t before = perf_heap_used(), rss0 = perf_rss_bytes();
 	for (int i = 0; i < o->idle; i++)
-		if (pair(&s, &c, &a, depth, &ids[2 * i], &ids[2 * i + 1])) {
+		if (perf_pair(&s, &c, &a, depth, &ids[2 * i], &ids[2 * i + 1])) {
 			fprintf(stderr, "iwarp-perf: idle connection %d failed\n", i);
 			goto out;
 		}
-	double per = (double)(heap_used() - before) / (2.0 * o->idle);
-	size_t rss = rss_bytes();
+	double per = (double)(perf_heap_used() - before) / (2.0 * o->idle);
+	size_t rss = perf_rss_bytes();
 	double rss_per = (double)(rss > rss0 ? rss - rss0 : 0) / (2.0 * o->idle);
 	if (o->json)
 		printf("{\"test\":\"idle\",\"connections\":%d,\"depth\":%d,"
@@ -189,7 +182,7 @@ out:
 		iw_cm_destroy_id(ids[i]);
 	free(ids);
 	iw_cm_destroy_id(l);
-	end_close(&c);
-	end_close(&s);
+	perf_end_close(&c);
+	perf_end_close(&s);
 	return rc;
 }

@@ -187,6 +187,8 @@ int main(int argc, char **argv)
 	switch (o.role) {
 	case ROLE_IDLE:
 		return perf_idle_run(&o);
+	case ROLE_CHURN:
+		return perf_churn_run(&o);
 	case ROLE_SERVER:
 		return server(&o, NULL);
 	case ROLE_CLIENT:
