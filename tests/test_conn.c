@@ -550,6 +550,36 @@ START_TEST(test_tx_sent_iov)
 }
 END_TEST
 
+/* Small messages leave as one copied piece (three Sends of 64 octets:
+ * one iovec for all), a large one by reference (header, payload,
+ * trailer), and all arrive intact. */
+START_TEST(test_tx_small_copied)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	for (int i = 0; i < 4; i++)
+		post_recv(b, 1 + i, (size_t)i * 8192, 8192);
+	establish(&p);
+	fill(a->buf, 4 * 8192, 7);
+	for (int i = 0; i < 3; i++)
+		post(a, 10 + i, IW_WR_SEND, (size_t)i * 8192, 64, 0, 0);
+	struct iovec iov[16];
+	ck_assert_int_eq(iw_conn_tx_iov(&a->c, iov, 16), 1);
+	settle(&p);
+	post(a, 13, IW_WR_SEND, 3 * 8192, 4096, 0, 0);
+	ck_assert_int_eq(iw_conn_tx_iov(&a->c, iov, 16), 3);
+	ck_assert_ptr_eq(iov[1].iov_base, a->buf + 3 * 8192);
+	settle(&p);
+	for (int i = 0; i < 4; i++) {
+		expect_wc(a, 10 + (uint64_t)i, IW_WC_SUCCESS);
+		expect_wc(b, 1 + (uint64_t)i, IW_WC_SUCCESS);
+		ck_assert_mem_eq(b->buf + i * 8192, a->buf + i * 8192, i < 3 ? 64 : 4096);
+	}
+	pair_free(&p);
+}
+END_TEST
+
 START_TEST(test_after_reply)
 {
 	struct pair p;
@@ -1100,6 +1130,7 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_plan_short_tail);
 	tcase_add_test(tc, test_plan_markers);
 	tcase_add_test(tc, test_tx_sent_iov);
+	tcase_add_test(tc, test_tx_small_copied);
 	tcase_add_test(tc, test_after_reply);
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_reply_timeout);

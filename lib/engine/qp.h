@@ -125,11 +125,14 @@ struct iw_irqe {
 /* Kept free for a TERMINATE, which must always fit. */
 #define IW_TXQ_RESERVE_IOV 8
 #define IW_TXQ_RESERVE_HDR 256
+/* An FPDU this small is copied whole into hdr (qp_txq.c). */
+#define IW_TXQ_COPY_MAX 256
 
 /* Outbound FPDUs gathered for writev. Held only while the QP has octets
  * to write (qp_txq.c: drained queues go to the context's spare slot).
  * Headers, markers and trailers are copied into hdr; payload iovecs point at
- * registered memory (kept alive by the WQE's MR references). */
+ * registered memory (kept alive by the WQE's MR references), except in
+ * FPDUs of at most IW_TXQ_COPY_MAX octets, copied whole. */
 struct iw_txq {
 	struct iovec iov[IW_TXQ_IOV];
 	int cnt, first;          /* iov[first..cnt) unsent */

@@ -65,12 +65,15 @@ bool iw_txq_empty(const struct iw_txq *q)
 	return !q || q->first == q->cnt;
 }
 
-/* Worst case of one FPDU of ulpdu octets with n payload pieces. */
+/* Worst case of one FPDU of ulpdu octets with n payload pieces (a small
+ * one is copied whole: see iw_txq_fpdu). */
 static void fpdu_need(const struct iw_qp *qp, size_t ulpdu, int n, int *iov, size_t *hdr)
 {
 	int markers = qp->ftx.markers ? (int)((ulpdu + 7) / IW_MARKER_GAP) + 2 : 0;
 	*iov = n + 3 + 2 * markers;
 	*hdr = 2 + IW_FPDU_HDR_MAX + 7 + (size_t)markers * IW_MPA_MARKER_LEN;
+	if (ulpdu <= IW_TXQ_COPY_MAX)
+		*hdr += ulpdu;
 }
 
 bool iw_txq_room(const struct iw_qp *qp, size_t ulpdu, int n, bool reserve)
@@ -87,16 +90,17 @@ bool iw_txq_room(const struct iw_qp *qp, size_t ulpdu, int n, bool reserve)
 	       q->num_mark < IW_TXQ_IOV;
 }
 
-/* Append one iovec; octets inside the encoder's scratch are copied into
- * the queue's header area and merged with the previous copied piece. */
+/* Append one iovec; octets inside the encoder's scratch (or all of them,
+ * copy) are copied into the queue's header area and merged with the
+ * previous copied piece. */
 static void txq_append(struct iw_txq *q, const struct iovec *v, const void *scratch,
-		       size_t scratch_len)
+		       size_t scratch_len, bool copy)
 {
 	const uint8_t *b = v->iov_base;
 	const uint8_t *s = scratch;
 	if (v->iov_len == 0)
 		return;
-	if (b >= s && b < s + scratch_len) {
+	if (copy || (b >= s && b < s + scratch_len)) {
 		uint8_t *dst = q->hdr + q->hdr_used;
 		memcpy(dst, b, v->iov_len);
 		q->hdr_used += v->iov_len;
@@ -139,8 +143,12 @@ int iw_txq_fpdu(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
 	/* Unarmed, fault injection costs this one test per FPDU. */
 	if (qp->fault_crc_nth && --qp->fault_crc_nth == 0)
 		corrupt_crc(&out);
+	/* A small FPDU goes out as one copied piece (merged with the small
+	 * ones around it): fewer iovecs for the kernel to walk per message
+	 * than header, payload and trailer apart. */
+	bool copy = out.wire_len <= IW_TXQ_COPY_MAX;
 	for (int i = 0; i < out.iovcnt; i++)
-		txq_append(q, &iov[i], &out, sizeof(out));
+		txq_append(q, &iov[i], &out, sizeof(out), copy);
 	q->queued += out.wire_len;
 	return 0;
 }
