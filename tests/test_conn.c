@@ -580,6 +580,44 @@ START_TEST(test_tx_small_copied)
 }
 END_TEST
 
+static unsigned rx_direct_calls;
+
+static size_t counting_rx_direct(struct iw_qp *qp, uint8_t **dst, uint32_t *seg_len)
+{
+	rx_direct_calls++;
+	return iw_qp_link_ops.rx_direct(qp, dst, seg_len);
+}
+
+/* Once data flows, planning a read asks the engine nothing: the last
+ * receive batch said where the next octets go (a busy poller plans every
+ * read, most of them finding nothing). Placement in place still happens
+ * and every octet lands. */
+START_TEST(test_plan_from_batch)
+{
+	struct pair p;
+	pair_new(&p, MP_DIRECT);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	struct iw_qp_link_ops ops = iw_qp_link_ops;
+	ops.rx_direct = counting_rx_direct;
+	b->c.ops = &ops;
+	post_recv(b, 1, 0, 40000);
+	establish(&p);
+	fill(a->buf, 60000, 8);
+	post(a, 10, IW_WR_SEND, 0, 40000, 0, 0);
+	post(a, 11, IW_WR_RDMA_WRITE, 40000, 20000, (uintptr_t)(b->buf + 40960), b->mr->rkey);
+	rx_direct_calls = 0;
+	settle(&p);
+	ck_assert_uint_eq(rx_direct_calls, 0);
+	ck_assert_uint_gt(p.mp.direct, 0);
+	expect_wc(a, 10, IW_WC_SUCCESS);
+	expect_wc(a, 11, IW_WC_SUCCESS);
+	expect_wc(b, 1, IW_WC_SUCCESS);
+	ck_assert_mem_eq(b->buf, a->buf, 40000);
+	ck_assert_mem_eq(b->buf + 40960, a->buf + 40000, 20000);
+	pair_free(&p);
+}
+END_TEST
+
 START_TEST(test_after_reply)
 {
 	struct pair p;
@@ -1131,6 +1169,7 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_plan_markers);
 	tcase_add_test(tc, test_tx_sent_iov);
 	tcase_add_test(tc, test_tx_small_copied);
+	tcase_add_test(tc, test_plan_from_batch);
 	tcase_add_test(tc, test_after_reply);
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_reply_timeout);

@@ -138,6 +138,14 @@ struct iw_conn {
 	 * next iw_conn_step acts on them). */
 	atomic_uint deferred;
 	atomic_bool tx_any;         /* we sent FPDUs */
+	/* The receiving thread's plan for its next read, from the last
+	 * receive batch (iw_qp_status.direct); before the first, ask. */
+	struct {
+		bool valid;
+		size_t direct;
+		uint8_t *dst;
+		uint32_t seg_len;
+	} rx_next;
 	bool close_abortive;
 	struct iw_conn_why why;
 };

@@ -47,6 +47,13 @@ struct iw_qp_status {
 	unsigned events;  /* IW_QPE_* taken by this step */
 	bool err;         /* the QP is in ERR */
 	bool tx_pending;  /* octets are queued to go out */
+	/* rx_batch only: what rx_direct would answer right after it, taken
+	 * in the same locked step, so that planning the next read needs no
+	 * call of its own (it stays true until the next batch: only the
+	 * thread receiving feeds the decoder). */
+	size_t direct;
+	uint8_t *direct_dst;
+	uint32_t seg_len;
 };
 
 /* One receive batch: `placed` octets were received at the destination the

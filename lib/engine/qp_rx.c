@@ -680,6 +680,8 @@ int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_q
 	iw_qp_rx_direct_settle_locked(qp);
 	if (b->len)
 		rx_locked(qp, b->in, b->len);
+	st->direct = direct_locked(qp, &st->direct_dst);
+	st->seg_len = qp->frx.seg.payload_len;
 	iw_qp_status_locked(qp, st);
 	iw_qp_unlock(qp);
 	return rc;
