@@ -8,7 +8,7 @@
 #    exit 0, bandwidth rows are non-zero, latency rows carry figures;
 #    read_lat (iwarp-perf peers only; the server prints no rows) polling
 #    and not, swept, in JSON and with its request/response TCP baseline;
-#  - an -a sweep over a small range, -q 2, -b, -D;
+#  - an -a sweep over a small range, -q 2, -b, -D, --loops 2 on both sides;
 #  - busy-polling (--poll, the latency tests' default) and --no-poll, the
 #    server taking the client's choice;
 #  - --json parses (python3 -m json.tool), --tcp prints an iWARP/TCP ratio,
@@ -161,6 +161,12 @@ pair "perftest options -R -F -d" 1 --as-perftest --test send -R -F -d siw1 -s 40
 pair "send -q 2 -b" 1 --test send -q 2 -b -s 1024 -n 300
 pair "write -b as perftest" 1 --as-perftest --test write -b -s 65536 -n 200
 pair "send -D 0.3" 1 --test send -D 0.3 -s 2048
+# A loop group on both sides: four data connections over two loops each.
+pair "write --loops 2 -q 4" 1 --test write --loops 2 -q 4 -s 4096 -n 300 --no-poll
+grep -q 'loops: 2' "$TMP/client.out" && grep -q 'loops: 2' "$TMP/server.out" &&
+	ok "--loops 2: both sides run two loops" || bad "--loops 2: not in the headers"
+$TO "$PERF" --loops 0 >/dev/null 2>&1
+[ $? -eq 2 ] && ok "--loops 0 is a usage error" || bad "--loops 0 accepted"
 
 # --json: one document.
 if command -v "$PY" >/dev/null 2>&1; then

@@ -20,7 +20,7 @@ static const char usage_text[] =
 	"usage: iwarp-perf [--test T] [-s size] [-a [--max-size N]] [-n iters | -D seconds]\n"
 	"                  [-t tx_depth] [-r rx_depth] [-q qps] [-o reads] [-b]\n"
 	"                  [--crc on|off] [--markers] [--tcp] [--poll | --no-poll]\n"
-	"                  [--json] [--timeout s]\n"
+	"                  [--json] [--timeout s] [--loops N]\n"
 	"                  [-p port] [--server | --loopback | server_address]\n"
 	"       iwarp-perf --idle N [-t depth] [--json]\n"
 	"       iwarp-perf --churn N [--json]\n"
@@ -59,6 +59,11 @@ static const char usage_text[] =
 	"  --no-poll      wait as blocking applications do (the loop thread receives)\n"
 	"  --json         one JSON document on stdout instead of tables; no progress\n"
 	"  --timeout s    limit for connecting and for each reply of the peer (default 10)\n"
+	"  --loops N      run this process's contexts with N event loops (a loop group,\n"
+	"                 1 to 64; default 1): the -q data connections are spread over\n"
+	"                 them, round robin, on both sides. With --no-poll the loop\n"
+	"                 threads move the data, so compare e.g. --loops 1 -q 2 with\n"
+	"                 --loops 2 -q 2 for the scaling over cores\n"
 	"  --dont_xchg_versions  as perftest's: skip the version, page and MTU exchange\n"
 	"  --as-perftest  announce plain perftest 6.06, so an iwarp-perf peer acts as\n"
 	"                 with perftest (each side then needs the same options)\n"
@@ -154,7 +159,7 @@ struct given {
 };
 
 enum { O_TEST = 256, O_CRC, O_MARKERS, O_TCP, O_IDLE, O_CHURN, O_JSON, O_LOOP, O_SERVER,
-       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL };
+       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL, O_LOOPS };
 
 static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 {
@@ -224,6 +229,11 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 		if (whole(arg, 10, 1e8, &u))
 			return bad("--churn %s: from 10 to 100000000 cycles", arg);
 		o->churn = u;
+		return 0;
+	case O_LOOPS:
+		if (whole(arg, 1, 64, &u))
+			return bad("--loops %s: from 1 to 64", arg);
+		o->loops = (uint32_t)u;
 		return 0;
 	case O_TIMEOUT:
 		if (num(arg, 0.1, 3600, &d))
@@ -303,6 +313,7 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 		{"as-perftest", no_argument, NULL, O_ASPT},
 		{"poll", no_argument, NULL, O_POLL},
 		{"no-poll", no_argument, NULL, O_NOPOLL},
+		{"loops", required_argument, NULL, O_LOOPS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

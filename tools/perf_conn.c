@@ -149,6 +149,12 @@ int perf_sess_open(struct perf_sess *s)
 	 * context can always be polled (unpolled, it behaves as any other). */
 	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_FLAGS,
 				    .flags = s->server || perf_polling(&s->o) ? IW_CONTEXT_POLL : 0};
+	if (s->o.loops) {
+		/* A loop group: the data connections take the loops in turn
+		 * (new ids on the client, the listener's round robin here). */
+		a.comp_mask |= IW_CONTEXT_ATTR_LOOPS;
+		a.num_loops = s->o.loops;
+	}
 	s->ctx = iw_context_new(&a);
 	if (!s->ctx) {
 		perf_err(s, "iw_context_new: %s", strerror(errno));
