@@ -252,7 +252,8 @@ int cf_learn_sink(struct cf_conn *k, struct iw_read_req *rr, uint32_t len);
  * or injects a fault: an rping server issues its Read only after its accept
  * saw ESTABLISHED, so we advertise and await the Read Request (k->sink);
  * with round, we also answer it and take the go-ahead, so that nothing is
- * pending. 0, or -1 if the peer did not play or cannot Read
- * (ORD 0), logged. */
+ * pending. With ORD 0 (no Read can come) we wait for the peer to close
+ * after our advertisement instead. 0, or -1 if the peer did not play
+ * (logged). */
 int cf_settle(struct cf_conn *k, bool round);
 #endif

@@ -106,15 +106,32 @@ static int answer_read(struct cf_conn *k, const struct iw_read_req *rr)
 	return cf_fpdu_send(k, h, hl, zero, rr->read_size, 0, false);
 }
 
+/* ORD 0: the rping server's Read cannot go out, and it closes when that
+ * fails (it got our Send, so its accept saw ESTABLISHED): let the peer
+ * close first. */
+static int settle_unread(struct cf_conn *k)
+{
+	struct advert a = {.addr = 0x10000, .rkey = CF_OUR_STAG, .len = SETTLE_LEN};
+	uint8_t adv[ADV_LEN];
+
+	advert_pack(adv, &a);
+	if (cf_send_msg(k, IW_OP_SEND, adv, sizeof(adv), 0))
+		return -1;
+	if (cf_wait_close(k, k->c->o->wait_ms) != CF_IO_CLOSED) {
+		cf_log_add(&k->c->r->log, "settle: the peer's ORD is 0 and it did not close after our advertisement");
+		return -1;
+	}
+	cf_log_add(&k->c->r->log, "settled: the peer's ORD is 0; it closed after our advertisement");
+	return 0;
+}
+
 int cf_settle(struct cf_conn *k, bool round)
 {
 	struct cf_seg g = {0};
 	int rc;
 
-	if (!k->peer_reads) {
-		cf_log_add(&k->c->r->log, "settle: not tried, the peer's ORD is 0 (it cannot Read)");
-		return -1;
-	}
+	if (!k->peer_reads)
+		return settle_unread(k);
 	if (cf_learn_sink(k, &k->sink, SETTLE_LEN))
 		return -1;
 	if (!round)
