@@ -127,6 +127,17 @@ $TO "$CONFORM" --only 1.3 --deviations "$TMP/dev2.txt" -v 127.0.0.1 "$PORT" >"$T
 	fail "an intermittent quirk that did not show failed the run"
 grep -q 'did not show this time' "$TMP/dev2.out" || fail "no 'did not show this time' evidence"
 echo "conform: an intermittent quirk that did not show passes: ok"
+# A case may list several signatures (a race in the peer ends one way or
+# another): any of them is DEVIATES. A server that refuses markers makes
+# 1.10 fail as "rejected", the second of the two listed.
+start_server refuse --refuse-markers
+printf '1.10 closed | first\n1.10 rejected | second\n' >"$TMP/dev3.txt"
+$TO "$CONFORM" --only 1.10 --deviations "$TMP/dev3.txt" --json "$TMP/d3.json" 127.0.0.1 "$PORT" \
+	>"$TMP/dev3.out" 2>&1 || fail "the second of two listed signatures did not make 1.10 DEVIATE"
+grep -q '"result": *"DEVIATES"' "$TMP/d3.json" || fail "1.10 is not DEVIATES with two signatures listed"
+kill "$SPID" 2>/dev/null
+wait "$SPID" 2>/dev/null
+echo "conform: the second of two listed signatures deviates: ok"
 
 kill "$SPID" && wait "$SPID" 2>/dev/null
 start_server nocrc --no-crc

@@ -232,7 +232,11 @@ static void judge(struct cf_ctx *c, struct cf_conn *k, const struct g4 *a, const
 	char obs[96];
 
 	if (rc) {
-		closed = rc == CF_IO_CLOSED || cf_wait_close(k, 1) == CF_IO_CLOSED;
+		/* After a frame we could not decode the peer's close may still
+		 * be on its way: wait for it as after a TERMINATE, so that the
+		 * signature does not depend on the timing. */
+		closed = rc == CF_IO_CLOSED ||
+			 cf_wait_close(k, rc == CF_IO_ERR ? c->o->wait_ms : 1) == CF_IO_CLOSED;
 		if (a->f == F_TRUNC && closed)
 			return cf_pass(c, "closed", "closed without a TERMINATE (the header was cut)");
 		return cf_fail(c, closed ? "closed, no term" : "no term, open",

@@ -9,6 +9,7 @@
  * a PASS of that case stays a PASS.
  */
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,27 +83,55 @@ static const char *signature(const struct cf_quirk *q)
 	return strncmp(q->observed, "sometimes ", 10) ? q->observed : q->observed + 10;
 }
 
+/* The entry for the case whose signature the failure shows, or NULL. A
+ * case may have several entries: a race in the peer may end one way or
+ * another on different runs. */
+static const struct cf_quirk *matching(const struct cf_quirk *q, size_t n, const char *id,
+				       const char *observed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(q[i].id, id) && !strcmp(signature(&q[i]), observed))
+			return &q[i];
+	return NULL;
+}
+
+/* The case's first entry, and whether every entry is intermittent. */
+static const struct cf_quirk *listed(const struct cf_quirk *q, size_t n, const char *id,
+				     bool *all_sometimes)
+{
+	const struct cf_quirk *first = NULL;
+
+	*all_sometimes = true;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(q[i].id, id))
+			continue;
+		first = first ? first : &q[i];
+		*all_sometimes = *all_sometimes && signature(&q[i]) != q[i].observed;
+	}
+	return first;
+}
+
 void cf_quirks_apply(const struct cf_quirk *q, size_t n, const struct cf_case *cs,
 		     struct cf_result *r)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(q[i].id, cs->id))
-			continue;
-		if (r->v == CF_FAIL && !strcmp(signature(&q[i]), r->observed)) {
-			r->v = CF_DEVIATES;
-			cf_log_add(&r->log, "known quirk: %s", q[i].why);
-			snprintf(r->detail, sizeof(r->detail), "known quirk: %s", q[i].why);
-		} else if (r->v == CF_PASS && signature(&q[i]) != q[i].observed) {
-			cf_log_add(&r->log, "the intermittent quirk \"%s\" did not show this time",
-				   signature(&q[i]));
-		} else if (r->v != CF_SKIP) {
-			cf_log_add(&r->log, "listed quirk \"%s\" not seen: the peer changed (now \"%s\")",
-				   q[i].observed, r->observed);
-			r->v = CF_FAIL;
-			snprintf(r->detail, sizeof(r->detail),
-				 "the listed quirk \"%s\" is gone; now \"%s\"", q[i].observed,
-				 r->observed);
-		}
+	bool sometimes;
+	const struct cf_quirk *first = listed(q, n, cs->id, &sometimes);
+	const struct cf_quirk *m = r->v == CF_FAIL ? matching(q, n, cs->id, r->observed) : NULL;
+
+	if (!first || r->v == CF_SKIP)
 		return;
+	if (m) {
+		r->v = CF_DEVIATES;
+		cf_log_add(&r->log, "known quirk: %s", m->why);
+		snprintf(r->detail, sizeof(r->detail), "known quirk: %s", m->why);
+	} else if (r->v == CF_PASS && sometimes) {
+		cf_log_add(&r->log, "the intermittent quirk \"%s\" did not show this time",
+			   signature(first));
+	} else {
+		cf_log_add(&r->log, "listed quirk \"%s\" not seen: the peer changed (now \"%s\")",
+			   first->observed, r->observed);
+		r->v = CF_FAIL;
+		snprintf(r->detail, sizeof(r->detail), "the listed quirk \"%s\" is gone; now \"%s\"",
+			 first->observed, r->observed);
 	}
 }

@@ -117,7 +117,8 @@ static int settle_unread(struct cf_conn *k)
 	advert_pack(adv, &a);
 	if (cf_send_msg(k, IW_OP_SEND, adv, sizeof(adv), 0))
 		return -1;
-	if (cf_wait_close(k, k->c->o->wait_ms) != CF_IO_CLOSED) {
+	/* The peer may also wait for a Read that never comes: its timeout. */
+	if (cf_wait_close(k, k->c->o->peer_timeout_ms + k->c->o->wait_ms) != CF_IO_CLOSED) {
 		cf_log_add(&k->c->r->log, "settle: the peer's ORD is 0 and it did not close after our advertisement");
 		return -1;
 	}
