@@ -4,6 +4,8 @@
 # Scenario 60: iwarp-conform against siw (issue 15).
 #
 # interop: opt-in
+# (until three runs in a row are green; it was opt-in while siw's iw_cm
+# crashed under it)
 # Stable against siw since iwarp-conform waits for siw's ESTABLISHED: an
 # accepted connection is closed, and a Group 4 fault injected, only after
 # the rping server's Read Request (which rping issues once its accept saw
@@ -29,6 +31,9 @@
 #
 # Left out (SKIP below), because they take the guest kernel down and
 # every later case with it (siw-deviations.txt has the evidence):
+#   1.28  a truncated Request then FIN: siw loses its listener (refcount
+#         WARNINGs in siw_cep_put), and in one run of five iw_cm's BUG()
+#         at iwcm.c:969 followed 11 s later, two cases on;
 #   2.16, 2.28  a Reply with more than 256 octets of private data (512,
 #         and 513 which is illegal) to siw's initiator: iw_cm's
 #         cm_event_handler dereferences NULL + 4 in siw_cm_wq.
@@ -38,7 +43,8 @@
 # siw's MPA timeout is 5 s (cases 1.29 and 1.31 of that run): --peer-timeout
 # 8000 leaves a margin under TCG.
 # Ports 7450 (rping -s) and 7451 (ours); IWI_CONFORM_PORT moves both.
-# Bounded: iwarp-conform gets 20 minutes at most; about 4 under TCG.
+# Bounded: iwarp-conform gets 10 minutes per group at most; the whole
+# scenario takes 75-90 s under TCG.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -47,7 +53,7 @@ PORT=${IWI_CONFORM_PORT:-7450}
 LPORT=$((PORT + 1))
 OUT=$IWI_OUT/conform
 DEV=$IWI_SRC/tests/interop/siw-deviations.txt
-SKIP=2.16,2.28
+SKIP=1.28,2.16,2.28
 
 # start_rping [PORT]: rping -s -P in the guest, listening on PORT.
 start_rping() {
