@@ -246,6 +246,11 @@ int cf_await_op(struct cf_conn *k, struct cf_seg *g, unsigned op, unsigned ms);
  * iw_cm. So after a second of silence one zero-length RDMA Write goes out
  * (logged) to make the peer read its socket again. */
 int cf_await_first(struct cf_conn *k, struct cf_seg *g, unsigned op, unsigned ms);
+/* How long to wait for a peer that may be about to accept: its own timeout
+ * and our wait. Closing on a peer that then accepts is the close before
+ * ESTABLISHED that crashes siw's iw_cm, and a loaded TCG guest took more
+ * than 4 s to answer a legal Request. */
+unsigned cf_patience_ms(const struct cf_opts *o);
 /* Advertise len octets at CF_OUR_STAG and read the peer's Read Request. */
 int cf_learn_sink(struct cf_conn *k, struct iw_read_req *rr, uint32_t len);
 /* Wait until the peer's application is established before a case closes

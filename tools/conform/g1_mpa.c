@@ -140,7 +140,8 @@ static void run(struct cf_ctx *c, const void *arg)
 	struct cf_conn *k = calloc(1, sizeof(*k));
 	struct cf_req q;
 	struct cf_reply rep;
-	unsigned ms = a->wait_timeout ? c->o->peer_timeout_ms + c->o->wait_ms : c->o->wait_ms;
+	/* A legal Request may be answered late (cf_patience_ms). */
+	unsigned ms = a->wait_timeout || a->want != W_REFUSE ? cf_patience_ms(c->o) : c->o->wait_ms;
 
 	if (!k)
 		return cf_fail(c, "", "out of memory");

@@ -138,7 +138,7 @@ int cf_mpa_try(struct cf_conn *k, struct cf_ctx *c, const struct cf_req *q, stru
 static int await_read_resp(struct cf_conn *k)
 {
 	struct cf_seg g = {0};
-	int rc = cf_await_first(k, &g, IW_OP_READ_RESP, k->c->o->wait_ms);
+	int rc = cf_await_first(k, &g, IW_OP_READ_RESP, cf_patience_ms(k->c->o));
 
 	if (rc) {
 		cf_log_add(&k->c->r->log, "no Read Response to the READ RTR: %s", cf_io_str(rc));
@@ -235,7 +235,7 @@ int cf_establish(struct cf_conn *k, struct cf_ctx *c, bool crc, bool markers)
 		q.flags &= (uint8_t)~IW_MPA_FLAG_C;
 	if (markers)
 		q.flags |= IW_MPA_FLAG_M;
-	if (cf_mpa_try(k, c, &q, &rep, c->o->wait_ms))
+	if (cf_mpa_try(k, c, &q, &rep, cf_patience_ms(c->o)))
 		return -1;
 	if (rep.out != CF_MPA_ACCEPT) {
 		cf_log_add(&c->r->log, "handshake: %s", cf_mpa_out_str(rep.out));

@@ -55,6 +55,11 @@ static int nudge(struct cf_conn *k)
 	return cf_fpdu_send(k, h, hl, NULL, 0, 0, false);
 }
 
+unsigned cf_patience_ms(const struct cf_opts *o)
+{
+	return o->peer_timeout_ms + o->wait_ms;
+}
+
 int cf_await_first(struct cf_conn *k, struct cf_seg *g, unsigned op, unsigned ms)
 {
 	unsigned first = ms < NUDGE_MS ? ms : NUDGE_MS;
@@ -78,7 +83,7 @@ int cf_learn_sink(struct cf_conn *k, struct iw_read_req *rr, uint32_t len)
 	advert_pack(adv, &a);
 	if (cf_send_msg(k, IW_OP_SEND, adv, sizeof(adv), 0))
 		return -1;
-	if (cf_await_first(k, &g, IW_OP_READ_REQ, k->c->o->wait_ms)) {
+	if (cf_await_first(k, &g, IW_OP_READ_REQ, cf_patience_ms(k->c->o))) {
 		cf_log_add(&k->c->r->log, "no Read Request after our advertisement");
 		return -1;
 	}
@@ -118,7 +123,7 @@ static int settle_unread(struct cf_conn *k)
 	if (cf_send_msg(k, IW_OP_SEND, adv, sizeof(adv), 0))
 		return -1;
 	/* The peer may also wait for a Read that never comes: its timeout. */
-	if (cf_wait_close(k, k->c->o->peer_timeout_ms + k->c->o->wait_ms) != CF_IO_CLOSED) {
+	if (cf_wait_close(k, cf_patience_ms(k->c->o)) != CF_IO_CLOSED) {
 		cf_log_add(&k->c->r->log, "settle: the peer's ORD is 0 and it did not close after our advertisement");
 		return -1;
 	}
@@ -139,7 +144,7 @@ int cf_settle(struct cf_conn *k, bool round)
 		return 0;
 	if (answer_read(k, &k->sink))
 		return -1;
-	rc = cf_await_op(k, &g, IW_OP_SEND, k->c->o->wait_ms);
+	rc = cf_await_op(k, &g, IW_OP_SEND, cf_patience_ms(k->c->o));
 	if (rc) {
 		cf_log_add(&k->c->r->log, "settle: no go-ahead after the Read (%s)", cf_io_str(rc));
 		return -1;
