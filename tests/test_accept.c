@@ -8,6 +8,8 @@
  *    oldest pending one is reset to make room, not the newcomer);
  *  - burst: a thousand well-behaved connects at once behind a listener
  *    full of silent and half-Request peers all reach ESTABLISHED;
+ *  - no hop: iw_cm_create_id and iw_cm_create_qp run on the calling thread
+ *    under the loop's lock, so they return while the loop is not running;
  *  - churn: connect, one Send each way, disconnect, 2,000 times; the
  *    descriptors and the live heap bytes of both contexts (counted by an
  *    IW_CONTEXT_ATTR_ALLOC allocator) are the same at the end as after
@@ -16,9 +18,11 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,6 +491,67 @@ START_TEST(test_churn_flat)
 }
 END_TEST
 
+/* ------------------------------------------------------------ no hop */
+
+struct nohop {
+	struct iw_context *ctx;
+	struct iw_cm_channel *ch;
+	struct iw_pd *pd;
+	struct iw_cq *cq;
+	struct iw_cm_id *id;
+	int rc_id, rc_qp;
+	atomic_bool done;
+};
+
+static void *nohop_main(void *arg)
+{
+	struct nohop *h = arg;
+	h->rc_id = iw_cm_create_id(h->ch, &h->id, NULL);
+	struct iw_qp_init_attr qa = {
+		.send_cq = h->cq, .recv_cq = h->cq, .qp_type = IW_QPT_RC,
+		.cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+	h->rc_qp = h->rc_id ? -1 : iw_cm_create_qp(h->id, h->pd, &qa);
+	atomic_store(&h->done, true);
+	return NULL;
+}
+
+/* Creating an id and its QP from a thread that is not the loop's, with the
+ * application's base not dispatched yet: both return at once. They used to
+ * be queued to the loop and wait for it (two thread switches each, most of
+ * a connection setup's cost beyond TCP), so here they never returned. */
+START_TEST(test_create_without_hop)
+{
+	struct event_base *base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	struct iw_context_attr a = {.base = base};
+	struct nohop h = {0};
+	h.ctx = iw_context_new(&a);
+	ck_assert_ptr_nonnull(h.ctx);
+	h.ch = iw_cm_create_channel(h.ctx);
+	h.pd = iw_alloc_pd(h.ctx);
+	h.cq = iw_create_cq(h.ctx, 4, NULL, NULL, 0);
+	ck_assert(h.ch && h.pd && h.cq);
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, nohop_main, &h), 0);
+	int64_t end = now_ms() + WAIT_MS;
+	while (!atomic_load(&h.done) && now_ms() < end)
+		poll(NULL, 0, 1);
+	ck_assert_msg(atomic_load(&h.done), "create_id/create_qp waited for a loop not running");
+	pthread_join(th, NULL);
+	ck_assert_int_eq(h.rc_id, 0);
+	ck_assert_int_eq(h.rc_qp, 0);
+	ck_assert_ptr_nonnull(h.id->qp);
+	/* This thread made the context: its calls run inline. */
+	ck_assert_int_eq(iw_cm_destroy_id(h.id), 0);
+	ck_assert_int_eq(iw_destroy_cq(h.cq), 0);
+	ck_assert_int_eq(iw_dealloc_pd(h.pd), 0);
+	ck_assert_int_eq(iw_cm_destroy_channel(h.ch), 0);
+	ck_assert_int_eq(iw_context_free(h.ctx), 0);
+	event_base_free(base);
+}
+END_TEST
+
 Suite *suite_accept(void)
 {
 	Suite *s = suite_create("accept");
@@ -494,6 +559,7 @@ Suite *suite_accept(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_slow_peers_evicted);
 	tcase_add_test(tc, test_burst_with_slow_peers);
+	tcase_add_test(tc, test_create_without_hop);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("churn");
 	tcase_set_timeout(tc, 300);

@@ -22,7 +22,8 @@
  * run, the loop thread is taken to be the thread that created the context.
  * In convenience mode the loop always runs on the context's own thread. (iw_cm_create_channel, iw_cm_destroy_channel,
  * iw_cm_set_mpa_opts, iw_cm_get_event and iw_cm_ack_event do not go
- * through the loop.)
+ * through the loop; iw_cm_create_id and iw_cm_create_qp take the loop's
+ * lock on the calling thread instead of going to it.)
  *
  * Lifetime: a channel outlives its ids, and ids keep the context alive
  * (iw_context_free returns EBUSY while any exist). Each CONNECT_REQUEST
@@ -184,7 +185,8 @@ struct iw_cm_id {
  * Create a CM id on a channel. The id is stored in *out_id, its events are
  * queued on ch, its user_context is stored in id->user_context, and its MPA
  * options start as iw_mpa_opts_default. The id belongs to the application
- * until iw_cm_destroy_id. Runs on the loop thread.
+ * until iw_cm_destroy_id. Runs on the calling thread under the loop's
+ * lock: no hop to the loop thread, so it works before the loop runs.
  *
  * Returns: 0, or a positive errno.
  * Errors:
@@ -442,7 +444,8 @@ int iw_cm_listen(struct iw_cm_id *id, int backlog);
  * it to RTS when the MPA exchange completes and to ERR when the connection
  * ends. The QP belongs to the id: iw_cm_destroy_qp or iw_cm_destroy_id
  * destroy it (iw_destroy_qp returns EBUSY). Post receives before connecting
- * or accepting. Runs on the loop thread.
+ * or accepting. Runs on the calling thread under the loop's lock: no hop
+ * to the loop thread, so it works before the loop runs.
  *
  * Returns: 0, or a positive errno.
  * Errors:

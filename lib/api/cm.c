@@ -113,7 +113,7 @@ IW_EXPORT int iw_cm_create_id(struct iw_cm_channel *ch, struct iw_cm_id **out_id
 	/* New ids take the loops in turn (iw_cm_set_loop moves one). */
 	struct iw_ev *ev = iw_ev_group_next(ch->context);
 	struct create_args a = {.ch = (struct iw_cm_channel_int *)ch, .ev = ev, .user = user_context};
-	int rc = iw_ev_call(ev, do_create, &a);
+	int rc = iw_ev_run_locked(ev, do_create, &a); /* no libevent: no hop */
 	if (!rc)
 		*out_id = &a.out->pub;
 	return rc;
@@ -329,7 +329,9 @@ IW_EXPORT int iw_cm_create_qp(struct iw_cm_id *id, struct iw_pd *pd, struct iw_q
 	if (!id || !pd || !attr)
 		return EINVAL;
 	struct qp_args a = {.id = iw_cm_id_int(id), .pd = pd, .attr = attr};
-	return iw_ev_call(iw_cm_id_int(id)->ev, do_create_qp, &a);
+	/* Engine objects only (the socket's events are armed by connect or
+	 * accept): under the loop's lock on this thread, no hop. */
+	return iw_ev_run_locked(iw_cm_id_int(id)->ev, do_create_qp, &a);
 }
 
 static int do_destroy_qp(void *arg)

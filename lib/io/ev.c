@@ -185,14 +185,18 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(ev->base);
 }
 
+int iw_ev_run_locked(struct iw_ev *ev, int (*fn)(void *), void *arg)
+{
+	pthread_mutex_lock(&ev->big);
+	int rc = fn(arg);
+	pthread_mutex_unlock(&ev->big);
+	return rc;
+}
+
 int iw_ev_call(struct iw_ev *ev, int (*fn)(void *), void *arg)
 {
-	if (iw_ev_on_loop(ev)) {
-		pthread_mutex_lock(&ev->big);
-		int rc = fn(arg);
-		pthread_mutex_unlock(&ev->big);
-		return rc;
-	}
+	if (iw_ev_on_loop(ev))
+		return iw_ev_run_locked(ev, fn, arg);
 	struct iw_ev_cmd c = {.fn = fn, .arg = arg};
 	pthread_mutex_lock(&ev->qlock);
 	*ev->cmd_tail = &c;

@@ -54,6 +54,12 @@ unsigned iw_ev_index(const struct iw_ev *ev);
 /* Run fn(arg) on the loop thread with the loop's lock held and return
  * its result. */
 int iw_ev_call(struct iw_ev *ev, int (*fn)(void *), void *arg);
+/* Run fn(arg) on the calling thread with the loop's lock held: for work
+ * that touches no libevent object (allocating an id, attaching a QP). A
+ * hop to the loop thread costs two thread switches, which were most of a
+ * connection setup's time beyond TCP (issue 13), and needs the loop to
+ * be running. */
+int iw_ev_run_locked(struct iw_ev *ev, int (*fn)(void *), void *arg);
 /* Wake the loop: queued commands and work run (any thread, never blocks). */
 void iw_ev_kick(struct iw_ev *ev);
 /* True on the loop thread. */
