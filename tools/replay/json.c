@@ -27,18 +27,30 @@ static void sep(struct jw *w)
 	w->first = false;
 }
 
+/* The octets a JSON string must escape: quote, backslash, controls. */
+static const char json_special[] = "\"\\\001\002\003\004\005\006\007\010\011\012\013"
+				   "\014\015\016\017\020\021\022\023\024\025\026\027"
+				   "\030\031\032\033\034\035\036\037";
+
+/* Runs of plain characters go out in one fwrite: a summary is mostly
+ * names, and a putchar per character (with three comparisons) was a
+ * tenth of the time of iwarp-replay's fuzz target. */
 static void str_body(const char *s)
 {
 	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	for (;;) {
+		size_t n = strcspn(s, json_special);
+		unsigned char c;
 
+		fwrite(s, 1, n, stdout);
+		s += n;
+		c = (unsigned char)*s++;
+		if (!c)
+			break;
 		if (c == '"' || c == '\\')
 			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
 		else
-			putchar(c);
+			printf("\\u%04x", c);
 	}
 	putchar('"');
 }
