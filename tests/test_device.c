@@ -206,6 +206,9 @@ START_TEST(loop_thread_opts)
 	const char *name = "iwarp-loop";
 
 	ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	/* One loop thread: the name as given (several get "-<i>"). */
+	a.comp_mask = IW_CONTEXT_ATTR_LOOPS;
+	a.num_loops = 1;
 	CPU_ZERO(&want);
 	for (int c = 0; c < CPU_SETSIZE; c++) {
 		if (CPU_ISSET(c, &mine)) {
@@ -215,7 +218,7 @@ START_TEST(loop_thread_opts)
 	}
 	if (_i) {
 		name = "iwt-loop-7";
-		a.comp_mask = IW_CONTEXT_ATTR_LOOP_CPUSET | IW_CONTEXT_ATTR_LOOP_NAME;
+		a.comp_mask |= IW_CONTEXT_ATTR_LOOP_CPUSET | IW_CONTEXT_ATTR_LOOP_NAME;
 		a.loop_cpuset = &want;
 		a.loop_cpuset_size = sizeof(want);
 		a.loop_name = name;
@@ -269,6 +272,38 @@ END_TEST
 
 /* One thread per loop, each pinned to its own CPU (IW_LOOP_PIN), named
  * "<name>-<i>". */
+/* Convenience mode's default: one loop thread per CPU we may use, named
+ * "iwarp-loop-<i>" when there are several; a loop_cpuset of one CPU gives
+ * one loop (as a process under taskset -c N gets). */
+START_TEST(test_loops_default)
+{
+	cpu_set_t mine, one;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	int n = CPU_COUNT(&mine);
+	struct iw_context *ctx = iw_context_new(NULL);
+	ck_assert_ptr_nonnull(ctx);
+	ck_assert_uint_eq(iw_context_num_loops(ctx), (unsigned)n);
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), n > 1 ? "iwarp-loop-%d" : "iwarp-loop", i);
+		ck_assert_int_gt(task_named(name), 0);
+	}
+	ck_assert_int_eq(iw_context_free(ctx), 0);
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &mine)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_LOOP_CPUSET,
+				    .loop_cpuset = &one, .loop_cpuset_size = sizeof(one)};
+	ctx = iw_context_new(&a);
+	ck_assert_ptr_nonnull(ctx);
+	ck_assert_uint_eq(iw_context_num_loops(ctx), 1);
+	ck_assert_int_eq(iw_context_free(ctx), 0);
+}
+END_TEST
+
 START_TEST(test_loops_pin)
 {
 	cpu_set_t mine;
@@ -312,6 +347,7 @@ Suite *suite_device(void)
 	tcase_add_loop_test(tc, loop_thread_opts, 0, 2);
 	tcase_add_test(tc, loop_thread_einval);
 	tcase_add_test(tc, test_loops_pin);
+	tcase_add_test(tc, test_loops_default);
 	suite_add_tcase(s, tc);
 	return s;
 }

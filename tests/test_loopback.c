@@ -47,6 +47,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,6 +80,14 @@ static bool lb_poll;
  * loops (IW_CONTEXT_ATTR_LOOPS), so every connection is handed from the
  * listener's loop to another. 0: one loop. */
 static unsigned lb_loops;
+
+/* The CPUs this thread may run on: a context's default number of loops. */
+static unsigned my_cpus(void)
+{
+	cpu_set_t mine;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	return (unsigned)CPU_COUNT(&mine);
+}
 
 /* ============================================================ time, fds */
 
@@ -422,7 +431,7 @@ static void side_init(struct lb_side *s, struct iw_context *ctx)
 		}
 		ctx = iw_context_new(&a);
 		ck_assert_msg(ctx != NULL, "iw_context_new: %s", strerror(errno));
-		ck_assert_uint_eq(iw_context_num_loops(ctx), lb_loops ? lb_loops : 1);
+		ck_assert_uint_eq(iw_context_num_loops(ctx), lb_loops ? lb_loops : my_cpus());
 		s->own_ctx = true;
 	}
 	s->ctx = ctx;

@@ -59,7 +59,7 @@ struct perf_opts {
 	bool as_perftest;       /* announce plain "6.06": no iwarp-perf extension */
 	int idle;               /* --idle N connections */
 	uint64_t churn;         /* --churn N cycles */
-	uint32_t loops;         /* --loops N: event loops per context (0: one) */
+	uint32_t loops;         /* --loops N: event loops per context (0: libiwarp's default) */
 	double timeout;         /* seconds for connection setup and replies */
 };
 

@@ -41,8 +41,8 @@ void perf_out_header(struct perf_sess *s)
 	fprintf(f, " QPs: %u   TX depth: %u   CRC: %s   markers: %s   %s   ", o->qps, o->tx_depth,
 		o->crc ? "on" : "off", o->markers ? "on" : "off",
 		perf_polling(o) ? "busy-poll" : "blocking");
-	if (o->loops > 1)
-		fprintf(f, "loops: %u   ", o->loops);
+	if (iw_context_num_loops(s->ctx) > 1)
+		fprintf(f, "loops: %u   ", iw_context_num_loops(s->ctx));
 	if (o->duration > 0)
 		fprintf(f, "duration: %.2f s\n", o->duration);
 	else
@@ -138,7 +138,7 @@ void perf_out_json(struct perf_sess *s, const struct perf_result *rows, int nrow
 		o->qps, o->tx_depth, o->bidir ? "true" : "false", o->crc ? "true" : "false",
 		o->markers ? "true" : "false");
 	fprintf(f, "\"poll\":%s,\"loops\":%u,", perf_polling(o) ? "true" : "false",
-		o->loops ? o->loops : 1);
+		iw_context_num_loops(s->ctx));
 	if (o->duration > 0)
 		fprintf(f, "\"duration_s\":%.3f,", o->duration);
 	else

@@ -147,15 +147,17 @@ struct iw_context_attr {
 	 * iw_conn_opts.direct_min): 4096 to 16 MiB; 0 or no
 	 * IW_CONTEXT_ATTR_RX_BOUNCE: IW_RX_BOUNCE_LEN_DEFAULT. */
 	uint32_t rx_bounce_len;
-	/* Convenience mode only (base NULL): the CPUs the loop thread may run
-	 * on, a cpu_set_t of loop_cpuset_size octets as pthread_setaffinity_np(3)
-	 * takes it (sizeof(cpu_set_t), or CPU_ALLOC_SIZE for a dynamic set).
-	 * Set before the thread runs; without it the thread inherits the
-	 * affinity of the thread calling iw_context_new. */
+	/* Convenience mode only (base NULL): the CPUs the loop threads may
+	 * run on, a cpu_set_t of loop_cpuset_size octets as
+	 * pthread_setaffinity_np(3) takes it (sizeof(cpu_set_t), or
+	 * CPU_ALLOC_SIZE for a dynamic set). Set before the threads run;
+	 * without it they inherit the affinity of the thread calling
+	 * iw_context_new. */
 	const void *loop_cpuset;
 	size_t loop_cpuset_size;
 	/* Convenience mode only: the loop thread's name (ps -L, top -H, gdb),
-	 * at most 15 characters. Default: "iwarp-loop". */
+	 * at most 15 characters; with several loops, loop i's is the name cut
+	 * to fit "<name>-<i>". Default: "iwarp-loop". */
 	const char *loop_name;
 	/* Every CM id of the context starts with these connection options
 	 * (the fields named in conn_opts->comp_mask, copied; see
@@ -170,14 +172,17 @@ struct iw_context_attr {
 	 * iw_alloc_ops). Without it: malloc(3) and friends. */
 	const struct iw_alloc_ops *alloc;
 	/* IW_CONTEXT_ATTR_LOOPS (base must be NULL): the loop group. With
-	 * bases NULL, num_loops threads of our own (0: one per online CPU),
+	 * bases NULL, num_loops threads of our own (0: one per CPU, as
+	 * without IW_CONTEXT_ATTR_LOOPS),
 	 * named and bound as the LOOP_* options say. With bases, num_loops
 	 * application event_bases, one loop each, typically one per
 	 * application thread: libiwarp only touches base i on the thread that
 	 * dispatches it, which it learns when base i first runs (an event of
 	 * ours is active from the start), so a CM call for an id on loop i
 	 * from any other thread waits until base i is being dispatched.
-	 * Without IW_CONTEXT_ATTR_LOOPS: one loop, attr->base or our thread. */
+	 * Without IW_CONTEXT_ATTR_LOOPS: attr->base as the one loop, or (base
+	 * NULL) one loop thread per CPU the context may use (loop_cpuset's,
+	 * else the calling thread's affinity: one under taskset -c N). */
 	uint32_t num_loops;
 	struct event_base *const *bases;
 	uint32_t loop_flags; /* enum iw_context_loop_flags */
@@ -192,9 +197,12 @@ struct iw_context_attr {
  * call this on the thread that runs the loop, or before the loop runs. The
  * base is the application's: it must outlive the context and keep being
  * dispatched (CM calls from other threads wait for it). With attr->base
- * NULL the context starts its own loop thread, named loop_name
- * (IW_CONTEXT_ATTR_LOOP_NAME, else "iwarp-loop") and bound to the CPUs of
- * loop_cpuset (IW_CONTEXT_ATTR_LOOP_CPUSET). With pcap_path (with
+ * NULL the context starts its own loop threads, one per CPU it may use
+ * (those of loop_cpuset, else the calling thread's affinity; num_loops
+ * with IW_CONTEXT_ATTR_LOOPS), named loop_name
+ * (IW_CONTEXT_ATTR_LOOP_NAME, else "iwarp-loop", "-<i>" added when there
+ * are several) and bound to the CPUs of loop_cpuset
+ * (IW_CONTEXT_ATTR_LOOP_CPUSET). With pcap_path (with
  * IW_CONTEXT_ATTR_PCAP in comp_mask, else $IWARP_PCAP) the trace file is
  * created now and written by a thread of the context until
  * iw_context_free; pcap_max_bytes (IW_CONTEXT_ATTR_PCAP_MAX, else

@@ -95,12 +95,12 @@ static int loop_opts_get(struct iw_ev_group_opts *o, const struct iw_context_att
 	return 0;
 }
 
-/* The group's shape: IW_CONTEXT_ATTR_LOOPS, else one loop (attr->base or
- * our thread). */
+/* The group's shape: IW_CONTEXT_ATTR_LOOPS; else attr->base, or our
+ * threads, one per CPU we may use. */
 static int group_get(struct iw_ev_group_opts *o, const struct iw_context_attr *attr)
 {
 	memset(o, 0, sizeof(*o));
-	o->n = 1;
+	o->n = attr && attr->base ? 1 : 0;
 	o->bases = attr && attr->base ? &attr->base : NULL;
 	o->creator_runs = o->bases != NULL;
 	if (attr && (attr->comp_mask & IW_CONTEXT_ATTR_LOOPS)) {
@@ -108,12 +108,15 @@ static int group_get(struct iw_ev_group_opts *o, const struct iw_context_attr *a
 		    attr->num_loops > 1024 || (attr->loop_flags & ~(uint32_t)IW_LOOP_PIN) ||
 		    ((attr->loop_flags & IW_LOOP_PIN) && attr->bases))
 			return EINVAL;
-		o->n = attr->num_loops ? attr->num_loops : iw_ev_group_default_n();
+		o->n = attr->num_loops;
 		o->bases = attr->bases;
 		o->creator_runs = false;
 		o->pin = attr->loop_flags & IW_LOOP_PIN;
 	}
-	return loop_opts_get(o, attr);
+	int rc = loop_opts_get(o, attr);
+	if (!rc && !o->n)
+		o->n = iw_ev_group_default_n(o->cpuset, o->cpuset_size);
+	return rc;
 }
 
 /* Every id's starting options, checked now rather than at each id. */

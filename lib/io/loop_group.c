@@ -15,9 +15,18 @@
 /* Enough loops for any machine this runs on; more is a mistake. */
 #define IW_MAX_LOOPS 1024
 
-unsigned iw_ev_group_default_n(void)
+/* One loop per CPU the threads may run on: those of the set, or of the
+ * process's affinity (a process started under taskset -c 3 gets one). */
+unsigned iw_ev_group_default_n(const void *cpuset, size_t size)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t mine;
+	long n;
+	if (cpuset)
+		n = CPU_COUNT_S(size, (const cpu_set_t *)cpuset);
+	else if (sched_getaffinity(0, sizeof(mine), &mine) == 0)
+		n = CPU_COUNT(&mine);
+	else
+		n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > IW_MAX_LOOPS ? IW_MAX_LOOPS : (unsigned)n;
 }
 

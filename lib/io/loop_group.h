@@ -40,7 +40,8 @@ struct iw_ev *iw_ev_group_at(struct iw_context *ctx, unsigned i);
 struct iw_ev *iw_ev_group_next(struct iw_context *ctx);
 /* The loop with the fewest CM ids (the lowest index on a tie). */
 struct iw_ev *iw_ev_group_least(struct iw_context *ctx);
-/* The default number of loops in convenience mode: one per online CPU. */
-unsigned iw_ev_group_default_n(void);
+/* The default number of loops in convenience mode: one per CPU of
+ * cpuset (NULL: of the process's affinity). */
+unsigned iw_ev_group_default_n(const void *cpuset, size_t size);
 
 #endif
