@@ -31,9 +31,12 @@
 #
 # Left out (SKIP below), because they take the guest kernel down and
 # every later case with it (siw-deviations.txt has the evidence):
-#   1.28  a truncated Request then FIN: siw loses its listener (refcount
-#         WARNINGs in siw_cep_put), and in one run of five iw_cm's BUG()
-#         at iwcm.c:969 followed 11 s later, two cases on;
+#   1.28, 1.29, 1.31  a truncated Request then FIN, a truncated Request
+#         and no Request at all, left to siw's MPA timeout: siw drops a
+#         reference of its listener on those paths, loses it (refcount
+#         WARNINGs in siw_cep_put), the next legal Request (1.30) gets no
+#         answer, and iw_cm's BUG() at iwcm.c:969 follows (runs of
+#         2026-11-25 21:08 and 21:21; 1.28 alone out was not enough);
 #   2.16, 2.28  a Reply with more than 256 octets of private data (512,
 #         and 513 which is illegal) to siw's initiator: iw_cm's
 #         cm_event_handler dereferences NULL + 4 in siw_cm_wq.
@@ -53,7 +56,7 @@ PORT=${IWI_CONFORM_PORT:-7450}
 LPORT=$((PORT + 1))
 OUT=$IWI_OUT/conform
 DEV=$IWI_SRC/tests/interop/siw-deviations.txt
-SKIP=1.28,2.16,2.28
+SKIP=1.28,1.29,1.31,2.16,2.28
 
 # start_rping [PORT]: rping -s -P in the guest, listening on PORT.
 start_rping() {
