@@ -217,6 +217,7 @@ static void run(struct cf_ctx *c, const void *arg)
 	struct cf_conn *k = calloc(1, sizeof(*k));
 	struct ping p = {.k = k, .a = a};
 	const char *bad;
+	bool settle = false;
 
 	if (!k)
 		return cf_fail(c, "", "out of memory");
@@ -224,6 +225,8 @@ static void run(struct cf_ctx *c, const void *arg)
 		cf_fail(c, "no connection", "the handshake failed");
 		goto out;
 	}
+	/* A case skipped from here on still settles before it closes. */
+	settle = true;
 	if (a->both && !k->markers_tx) {
 		cf_skip(c, "the peer does not ask for markers (no M in its Reply): run this case "
 			   "against a peer that does (iwarp-ping -s --markers)");
@@ -242,6 +245,7 @@ static void run(struct cf_ctx *c, const void *arg)
 	}
 	p.src = malloc(p.n);
 	p.sink = calloc(1, p.n);
+	settle = !p.src || !p.sink;
 	if (p.src && p.sink) {
 		fill_ping((char *)p.src, p.n, 1);
 		bad = ping_once(&p);
@@ -261,6 +265,8 @@ static void run(struct cf_ctx *c, const void *arg)
 	free(p.src);
 	free(p.sink);
 out:
+	if (settle)
+		cf_settle(k, true);
 	cf_close(k);
 	free(k);
 }

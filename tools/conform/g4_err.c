@@ -270,16 +270,17 @@ static void run(struct cf_ctx *c, const void *arg)
 
 	if (!k)
 		return cf_fail(c, "", "out of memory");
+	/* Faults go in, and a skipped case closes, only once the peer is
+	 * established (cf_settle); the sink cases keep the peer's Read
+	 * outstanding, the others finish the round so that nothing of ours is
+	 * pending. */
 	if (cf_establish(k, c, true, false)) {
 		cf_fail(c, "no connection", "the handshake failed");
+	} else if (cf_settle(k, !a->sink || (a->f == F_MARKER && !k->markers_tx)) && a->sink) {
+		cf_skip(c, "the peer does not speak the rping protocol (no Read Request)");
 	} else if (a->f == F_MARKER && !k->markers_tx) {
 		cf_skip(c, "the peer does not ask for markers (no M in its Reply): run this case "
 			   "against a peer that does (iwarp-ping -s --markers)");
-	} else if (cf_settle(k, !a->sink) && a->sink) {
-		/* Faults go in only once the peer is established (cf_settle);
-		 * the sink cases keep the peer's Read outstanding, the others
-		 * finish the round so that nothing of ours is pending. */
-		cf_skip(c, "the peer does not speak the rping protocol (no Read Request)");
 	} else {
 		rr = k->sink;
 		build(k, a, &rr, &s, &n);
