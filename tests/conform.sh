@@ -24,8 +24,13 @@ done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/iw_conform.XXXXXX") || exit 1
 SPID=
-cleanup() {
+# stop_server: the current iwarp-ping server, if any, is gone.
+stop_server() {
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	SPID=
+}
+cleanup() {
+	stop_server
 	[ -s "$TMP/restarted.pid" ] && kill "$(cat "$TMP/restarted.pid")" 2>/dev/null
 	rm -rf "$TMP"
 }
@@ -44,6 +49,7 @@ fail() {
 # SPID and PORT. The handshake timeout is 2 s (--timeout 2): the cases that
 # wait for it (a stalled or absent Request) take that long.
 start_server() {
+	stop_server # one at a time: a replaced server would outlive the test
 	name=$1
 	shift
 	"$PING" -s -P -a 127.0.0.1 -p 0 -d -S 1048576 --timeout 2 "$@" >"$TMP/$name.out" 2>&1 &
@@ -138,11 +144,9 @@ printf '1.10 closed | first\n1.10 rejected | second\n' >"$TMP/dev3.txt"
 $TO "$CONFORM" --only 1.10 --deviations "$TMP/dev3.txt" --json "$TMP/d3.json" 127.0.0.1 "$PORT" \
 	>"$TMP/dev3.out" 2>&1 || fail "the second of two listed signatures did not make 1.10 DEVIATE"
 grep -q '"result": *"DEVIATES"' "$TMP/d3.json" || fail "1.10 is not DEVIATES with two signatures listed"
-kill "$SPID" 2>/dev/null
-wait "$SPID" 2>/dev/null
+stop_server
 echo "conform: the second of two listed signatures deviates: ok"
 
-kill "$SPID" && wait "$SPID" 2>/dev/null
 start_server nocrc --no-crc
 $TO "$CONFORM" --only 3. --skip "$MARKERS" --wait 2000 --size 1048576 127.0.0.1 "$PORT" \
 	>"$TMP/g3nocrc.out" 2>&1 || fail "Group 3 against a server without CRC"
@@ -150,7 +154,6 @@ grep -q ' 0 FAIL, 0 DEVIATES, 0 SKIP' "$TMP/g3nocrc.out" || fail "Group 3 withou
 echo "conform: Group 3 against iwarp-ping -s --no-crc: ok"
 
 # A server that asks for markers (M in its Reply): our FPDUs carry them.
-kill "$SPID" && wait "$SPID" 2>/dev/null
 start_server markers --markers
 for id in ${MARKERS%%,*} ${MARKERS#*,}; do
 	$TO "$CONFORM" --only "$id" --size 1048576 127.0.0.1 "$PORT" >"$TMP/m$id.out" 2>&1 ||

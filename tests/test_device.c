@@ -315,7 +315,7 @@ START_TEST(test_loops_pin)
 	ck_assert_ptr_nonnull(ctx);
 	int count = CPU_COUNT(&mine);
 	for (int i = 0; i < 3; i++) {
-		char name[16];
+		char name[32]; /* room for any int: -O1's format-truncation check */
 		snprintf(name, sizeof(name), "iwt-pin-loop-%d", i);
 		pid_t tid = task_named(name);
 		ck_assert_int_gt(tid, 0);
