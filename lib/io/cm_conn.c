@@ -159,6 +159,15 @@ static int ensure_events(struct iw_cm_id_int *id)
 	return id->rd && id->wr && id->tmo && id->pause ? 0 : ENOMEM;
 }
 
+/* Pollers may read a running connection's socket from now on (or no
+ * longer may). */
+static void sync_poll_ok(struct iw_cm_id_int *id)
+{
+	atomic_store_explicit(&id->poll_ok,
+			      id->pub.context->poll_mode && id->conn.state == IW_CONN_RUNNING,
+			      memory_order_release);
+}
+
 /* Arm the timer at the connection's next deadline, and read only while
  * the connection wants octets. */
 static void sync_events(struct iw_cm_id_int *id)
@@ -178,9 +187,7 @@ static void sync_events(struct iw_cm_id_int *id)
 			evtimer_add(id->tmo, &tv);
 		}
 	}
-	atomic_store_explicit(&id->poll_ok,
-			      id->pub.context->poll_mode && id->conn.state == IW_CONN_RUNNING,
-			      memory_order_release);
+	sync_poll_ok(id);
 	bool want = iw_conn_wants_read(&id->conn) && !id->rd_paused;
 	if (want != id->rd_on && id->rd) {
 		id->rd_on = want;
@@ -486,6 +493,9 @@ static void act(struct iw_cm_id_int *id, unsigned ev)
 	}
 	if (moved)
 		return; /* nothing else comes with a Request */
+	/* Before ESTABLISHED is raised: a thread that polls as soon as it
+	 * sees the event must find the connection open to it. */
+	sync_poll_ok(id);
 	raise_events(id, ev);
 	if (ev & IW_CONN_EV_DROPPED) {
 		count_drop(id);
