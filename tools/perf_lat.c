@@ -276,8 +276,12 @@ int perf_lat_read(struct perf_sess *s, uint64_t size, uint32_t idx, struct perf_
 	int rc = finish_by(&l, r, 1);
 	/* The end mark: inline, so the octet may change at once. */
 	*perf_region_local(s, 0) = mark_of(idx);
-	if (rc || post_at(&l, IW_WR_RDMA_WRITE, 1, mark_off(size), IW_SEND_INLINE) ||
-	    wait_wc(&l, s->scq, "end mark") < 0)
+	if (!rc && (post_at(&l, IW_WR_RDMA_WRITE, 1, mark_off(size), IW_SEND_INLINE) ||
+		    wait_wc(&l, s->scq, "end mark") < 0))
+		rc = -1;
+	/* finish_by freed the samples; the end mark's post stamped a new one. */
+	perf_samples_free(&l.posts);
+	if (rc)
 		return -1;
 	/* finish_by counts the posts: the extra time stamp is no message. */
 	r->iters = r->msgs;
