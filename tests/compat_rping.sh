@@ -6,7 +6,9 @@
 # and 65535 octets (rping's largest); each ping is a Send, an RDMA Read of
 # the client's buffer by the server, an RDMA Write back and a Send, so the
 # CM (rdma_cm events, private data, IRD/ORD), MRs, both CQ paths and the
-# completion channels are all exercised. Both ends must exit 0.
+# completion channels are all exercised. Both ends must exit 0. rping's
+# server listens with rdma_listen(id, 3): the listening socket's backlog
+# (ss -ltn's Send-Q) must be that 3, not a default.
 set -u
 . "${IW_SRCDIR:-.}/tests/compat_lib.sh"
 need rping ss python3
@@ -21,6 +23,11 @@ for size in 64 4096 65535; do
 		kill -9 $spid 2>/dev/null
 		cat "$B/compat_rping_s.log"
 		exit 1
+	fi
+	backlog=$(ss -Hltn "sport = :$port" | awk '{print $3; exit}')
+	if [ "$backlog" != 3 ]; then
+		echo "FAIL: rping's rdma_listen backlog 3 is $backlog in the kernel (ss -ltn Send-Q)"
+		fail=1
 	fi
 	timeout 60 "$RUN" "$RPING" -c -a 127.0.0.1 -p "$port" -C 1000 -S "$size" -V \
 		>"$B/compat_rping_c.log" 2>&1

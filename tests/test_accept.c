@@ -8,6 +8,9 @@
  *    oldest pending one is reset to make room, not the newcomer);
  *  - burst: a thousand well-behaved connects at once behind a listener
  *    full of silent and half-Request peers all reach ESTABLISHED;
+ *  - backlog: the backlog given to iw_cm_listen is the listening socket's
+ *    (read back from the kernel through sock_diag, as ss -ltn shows it),
+ *    and a burst of connects three times larger all gets through;
  *  - no hop: iw_cm_create_id and iw_cm_create_qp run on the calling thread
  *    under the loop's lock, so they return while the loop is not running;
  *  - churn: connect, one Send each way, disconnect, 2,000 times; the
@@ -30,6 +33,11 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/tcp.h>
 
 #include <iwarp/iwarp.h>
 
@@ -119,11 +127,9 @@ struct side {
 	struct iw_cq *cq;
 };
 
-static void side_init(struct side *s, const struct iw_alloc_ops *alloc, int cqe)
+static void side_open(struct side *s, struct iw_context_attr *a, int cqe)
 {
-	struct iw_context_attr a = {.comp_mask = alloc ? IW_CONTEXT_ATTR_ALLOC : 0,
-				    .alloc = alloc};
-	s->ctx = iw_context_new(&a);
+	s->ctx = iw_context_new(a);
 	ck_assert_ptr_nonnull(s->ctx);
 	s->ch = iw_cm_create_channel(s->ctx);
 	s->pd = iw_alloc_pd(s->ctx);
@@ -131,6 +137,13 @@ static void side_init(struct side *s, const struct iw_alloc_ops *alloc, int cqe)
 	ck_assert(s->ch && s->pd && s->cq);
 	int fl = fcntl(s->ch->fd, F_GETFL);
 	ck_assert_int_eq(fcntl(s->ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+}
+
+static void side_init(struct side *s, const struct iw_alloc_ops *alloc, int cqe)
+{
+	struct iw_context_attr a = {.comp_mask = alloc ? IW_CONTEXT_ATTR_ALLOC : 0,
+				    .alloc = alloc};
+	side_open(s, &a, cqe);
 }
 
 static void side_fini(struct side *s)
@@ -150,9 +163,10 @@ static void make_qp(struct side *s, struct iw_cm_id *id)
 	ck_assert_int_eq(iw_cm_create_qp(id, s->pd, &qa), 0);
 }
 
-/* A listener on 127.0.0.1 (port in *a) with at most max_pending handshakes
- * waiting (0: the default). */
-static struct iw_cm_id *listener(struct side *s, uint32_t max_pending, struct sockaddr_in *a)
+/* A listener on 127.0.0.1 (port in *a) with this backlog and at most
+ * max_pending handshakes waiting (0: the default). */
+static struct iw_cm_id *listener_bl(struct side *s, uint32_t max_pending, int backlog,
+				    struct sockaddr_in *a)
 {
 	struct iw_cm_id *l;
 	*a = (struct sockaddr_in){.sin_family = AF_INET};
@@ -164,9 +178,14 @@ static struct iw_cm_id *listener(struct side *s, uint32_t max_pending, struct so
 		ck_assert_int_eq(iw_cm_set_conn_opts(l, &o), 0);
 	}
 	ck_assert_int_eq(iw_cm_bind_addr(l, (struct sockaddr *)a), 0);
-	ck_assert_int_eq(iw_cm_listen(l, 2048), 0);
+	ck_assert_int_eq(iw_cm_listen(l, backlog), 0);
 	a->sin_port = ((struct sockaddr_in *)&l->local_addr)->sin_port;
 	return l;
+}
+
+static struct iw_cm_id *listener(struct side *s, uint32_t max_pending, struct sockaddr_in *a)
+{
+	return listener_bl(s, max_pending, 2048, a);
 }
 
 static struct iw_cm_listener_stats stats_of(struct iw_cm_id *l)
@@ -214,6 +233,7 @@ static bool raw_was_dropped(int fd)
 struct pairs {
 	struct side *srv, *cli;
 	struct iw_cm_id *l;
+	struct event_base *srv_base; /* the server's loop, run here; NULL: its own thread */
 	struct iw_cm_id **cids, **sids;
 	int n, nsid, up_c, up_s, down_c, down_s;
 };
@@ -266,7 +286,9 @@ static void pairs_run(struct pairs *p, bool (*done)(const struct pairs *))
 				      {.fd = p->cli->ch->fd, .events = POLLIN}};
 		ck_assert_msg(now_ms() < end, "up %d/%d down %d/%d of %d", p->up_c, p->up_s,
 			      p->down_c, p->down_s, p->n);
-		poll(f, 2, 100);
+		if (p->srv_base)
+			event_base_loop(p->srv_base, EVLOOP_NONBLOCK);
+		poll(f, 2, p->srv_base ? 1 : 100);
 		struct iw_cm_event *ev;
 		while (iw_cm_get_event(p->srv->ch, &ev) == 0)
 			srv_event(p, ev);
@@ -392,6 +414,130 @@ START_TEST(test_burst_with_slow_peers)
 	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
 	side_fini(&cli);
 	side_fini(&srv);
+}
+END_TEST
+
+/* ------------------------------------------------------------ backlog */
+
+/* The kernel's view of the TCP socket listening on 127.0.0.1:port: for a
+ * listening socket idiag_wqueue is its backlog (sk_max_ack_backlog, what
+ * ss -ltn prints as Send-Q) and idiag_rqueue the connections waiting in
+ * its accept queue (Recv-Q). sock_diag answers unprivileged processes. */
+static void kernel_listen_q(uint16_t port_be, int *backlog, int *queued)
+{
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	ck_assert_int_ge(fd, 0);
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req = {.nh = {.nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+		 .r = {.sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP,
+		       .idiag_states = 1u << TCP_LISTEN}};
+	ck_assert_int_eq(send(fd, &req, sizeof(req), 0), (ssize_t)sizeof(req));
+	*backlog = *queued = -1;
+	for (bool done = false; !done;) {
+		static char buf[32768];
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		ck_assert_int_gt(n, 0);
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			ck_assert_int_ne(h->nlmsg_type, NLMSG_ERROR);
+			done = h->nlmsg_type == NLMSG_DONE;
+			if (done)
+				break;
+			struct inet_diag_msg *m = NLMSG_DATA(h);
+			if (m->id.idiag_sport == port_be && m->id.idiag_src[0] == htonl(INADDR_LOOPBACK)) {
+				*backlog = (int)m->idiag_wqueue;
+				*queued = (int)m->idiag_rqueue;
+			}
+		}
+	}
+	close(fd);
+}
+
+static int kernel_backlog(uint16_t port_be)
+{
+	int b, q;
+	kernel_listen_q(port_be, &b, &q);
+	return b;
+}
+
+/* Wait until the kernel holds at least n connections for the listener
+ * on port; how many it holds. */
+static int kernel_queued(uint16_t port_be, int n)
+{
+	int64_t end = now_ms() + WAIT_MS;
+	int b, q;
+	for (kernel_listen_q(port_be, &b, &q); q < n; kernel_listen_q(port_be, &b, &q)) {
+		ck_assert_msg(now_ms() < end, "%d connections queued, want %d", q, n);
+		poll(NULL, 0, 2);
+	}
+	return q;
+}
+
+static int somaxconn(void)
+{
+	FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
+	int v = SOMAXCONN;
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &v), 1);
+		fclose(f);
+	}
+	return v < SOMAXCONN ? v : SOMAXCONN;
+}
+
+/* The backlog given is the kernel's (0 or less: SOMAXCONN, which the
+ * kernel caps at net.core.somaxconn). An odd value, so that neither
+ * default could pass for it. */
+START_TEST(test_backlog_reaches_kernel)
+{
+	struct side srv;
+	side_init(&srv, NULL, 16);
+	const int given[] = {7, 1, 0, -1};
+	for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++) {
+		struct sockaddr_in a;
+		struct iw_cm_id *l = listener_bl(&srv, 0, given[i], &a);
+		int want = given[i] > 0 ? given[i] : somaxconn();
+		ck_assert_int_eq(kernel_backlog(a.sin_port), want);
+		ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	}
+	side_fini(&srv);
+}
+END_TEST
+
+/* Three times the backlog connect at once while the server's loop (this
+ * thread's base) is not running: the kernel's accept queue fills to the
+ * backlog and no further (Linux holds backlog + 1 and drops the SYNs
+ * beyond, which the peers send again a second later); then the loop runs,
+ * drains the queue again and again, and every connection reaches
+ * ESTABLISHED. */
+START_TEST(test_burst_over_backlog)
+{
+	enum { BACKLOG = 16, N = 3 * BACKLOG };
+	struct event_base *base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	struct iw_context_attr sa = {.base = base};
+	struct side srv, cli;
+	side_open(&srv, &sa, 4 * N);
+	side_init(&cli, NULL, 4 * N);
+	struct sockaddr_in a;
+	struct iw_cm_id *l = listener_bl(&srv, 0, BACKLOG, &a);
+	ck_assert_int_eq(kernel_backlog(a.sin_port), BACKLOG);
+	struct pairs p;
+	pairs_init(&p, &srv, &cli, N);
+	p.srv_base = base;
+	pairs_connect(&p, &a);
+	ck_assert_int_le(kernel_queued(a.sin_port, BACKLOG), BACKLOG + 1);
+	pairs_run(&p, all_up);
+	struct iw_cm_listener_stats st = stats_of(l);
+	ck_assert_uint_eq(st.accepted, (uint64_t)N);
+	ck_assert_uint_eq(st.timed_out, 0);
+	pairs_fini(&p);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	side_fini(&cli);
+	side_fini(&srv);
+	event_base_free(base);
 }
 END_TEST
 
@@ -560,6 +706,8 @@ Suite *suite_accept(void)
 	tcase_add_test(tc, test_slow_peers_evicted);
 	tcase_add_test(tc, test_burst_with_slow_peers);
 	tcase_add_test(tc, test_create_without_hop);
+	tcase_add_test(tc, test_backlog_reaches_kernel);
+	tcase_add_test(tc, test_burst_over_backlog);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("churn");
 	tcase_set_timeout(tc, 300);
