@@ -1,49 +1,75 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# usage: scripts/bench_loops.sh [-D SECONDS] [-r RUNS]
+# usage: scripts/bench_loops.sh [-D SECONDS] [-r RUNS] [-t "send write"]
+#        [-s "4096 65536"] [-k "1 2 4"] [--poll | --no-poll] [--single]
+#        [--crc on|off]
 #        (from the build directory; `make bench-loops` runs it)
 #
-# Aggregate throughput of a loop group (issue 13): iwarp-perf WRITE and
-# SEND bandwidth at 4 KiB and 64 KiB with 1, 2 and 4 QPs per loop, on one
-# loop and on two (--loops 1 -q K against --loops 2 -q 2K), server and
-# client as separate processes on 127.0.0.1, both with the same number of
-# loops, waiting as blocking applications do (--no-poll: the loop threads
-# receive). Prints one Markdown table: messages per second (millions) and
-# MiB/s of each run (the median of RUNS), and "2 loops / 1 loop", the
-# message rate of two loops over one at the same QPs per loop. On a 2-core
-# machine the two processes share the cores: each loop group competes
-# with the peer's, so the ratio is a floor of what separate hosts would
-# show. A benchmark, not a test: run it on a quiet machine (uptime's load
-# below 0.5).
+# Aggregate throughput of a loop group (issue 13): iwarp-perf bandwidth
+# tests (-t) at each size (-s) with K QPs per loop (-k), on one loop and
+# on two (--loops 1 -q K against --loops 2 -q 2K), server and client as
+# separate processes on 127.0.0.1 with the same number of loops. Each
+# loop's QPs are driven by an application thread of their own on both
+# sides (--threads; --single: one thread for all, as before). --poll
+# (the default) makes those threads move the data themselves (libiwarp's
+# run-to-completion mode); --no-poll leaves the sending side's receiving
+# to its loop threads.
 #
-# Environment: IW_BUILDDIR (default .), BENCH_SECONDS (2), BENCH_RUNS (3).
+# Per row: the message rate (millions per second; the median of RUNS
+# runs, then min-max) on one loop and on two and their ratio; then where
+# the CPU went, in cores (CPU seconds per second of the run, from each
+# process's /proc/self/task/*/stat, iwarp-perf --json's cpu object): the
+# client's and the server's application threads and loop threads, and
+# the whole machine's busy time (/proc/stat, every process); and the
+# server's messages per CPU second of the server process, the cost of
+# receiving, on one loop and two. On a 2-core machine both processes
+# share the cores: when one loop already keeps both cores busy, two loops
+# cannot go faster, and the machine column shows it. A benchmark, not a
+# test: run it on a quiet machine (uptime's load below 0.5, printed
+# first); progress goes to stderr.
+#
+# Environment: IW_BUILDDIR (default .), BENCH_SECONDS (2), BENCH_RUNS (5).
 set -u
 SECS=${BENCH_SECONDS:-2}
-RUNS=${BENCH_RUNS:-3}
+RUNS=${BENCH_RUNS:-5}
+TESTS="send write"
+SIZES="4096 65536"
+KS="1 2 4"
+POLL=--poll
+THREADS=--threads
+CRC=on
 while [ $# -gt 0 ]; do
 	case $1 in
 	-D) SECS=$2; shift 2 ;;
 	-r) RUNS=$2; shift 2 ;;
+	-t) TESTS=$2; shift 2 ;;
+	-s) SIZES=$2; shift 2 ;;
+	-k) KS=$2; shift 2 ;;
+	--poll | --no-poll) POLL=$1; shift ;;
+	--single) THREADS=; shift ;;
+	--crc) CRC=$2; shift 2 ;;
 	-h | --help) sed -n '3,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench_loops: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 done
 PERF=${IW_BUILDDIR:-.}/tools/iwarp-perf
 [ -x "$PERF" ] || { echo "bench_loops: $PERF not built" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "bench_loops: needs python3" >&2; exit 1; }
 
 TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
+srv=
+trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$TMP"' EXIT
 
 # A server on a port of the kernel's choice, which it announces on stderr;
 # "" if it never does within 10 s (it is then killed).
 server() { # loops
-	: >"$TMP/srv"
-	"$PERF" --server -p 0 --loops "$1" >/dev/null 2>"$TMP/srv" &
+	: >"$TMP/srv.err"
+	"$PERF" --server -p 0 --loops "$1" --json >"$TMP/srv.json" 2>"$TMP/srv.err" &
 	srv=$!
 	i=0
 	while [ $i -lt 200 ]; do
-		port=$(sed -n 's/^iwarp-perf: listening on port \([0-9][0-9]*\)$/\1/p' "$TMP/srv")
+		port=$(sed -n 's/^iwarp-perf: listening on port \([0-9][0-9]*\)$/\1/p' "$TMP/srv.err")
 		[ -n "$port" ] && return 0
 		kill -0 $srv 2>/dev/null || break
 		sleep 0.05
@@ -53,42 +79,91 @@ server() { # loops
 	port=
 }
 
-# One run: "mpps MiBps" of a client against a fresh server.
-one() { # test size loops qps
-	server "$3"
-	[ -n "$port" ] || { echo "- -"; return; }
-	out=$("$PERF" --test "$1" -s "$2" -q "$4" --loops "$3" --no-poll -D "$SECS" --json \
-		-p "$port" 127.0.0.1 2>/dev/null)
-	wait $srv
-	printf '%s\n' "$out" | python3 -c '
-import json, sys
-try:
-    r = json.load(sys.stdin)["results"][0]
-    print("%.4f %.0f" % (r["msg_rate_mpps"], r["bw_avg_MiBps"]))
-except Exception:
-    print("- -")'
+# Wait for the server at most 20 s after its client ended: a client that
+# failed must not leave the benchmark waiting for ever.
+reap() {
+	i=0
+	while kill -0 $srv 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill $srv 2>/dev/null && echo "bench_loops: the server outlived its client: killed" >&2
+	wait $srv 2>/dev/null
+	srv=
 }
 
-# The median of RUNS runs (by message rate).
+# One run: "rate cli_app cli_loop srv_app srv_loop machine srv_eff", or
+# dashes (the reason on stderr).
+one() { # test size loops qps
+	server "$3"
+	if [ -z "$port" ]; then
+		sed 's/^/bench_loops: server: /' "$TMP/srv.err" >&2
+		echo "- - - - - - -"
+		return
+	fi
+	head -1 /proc/stat >"$TMP/stat0"
+	# shellcheck disable=SC2086
+	"$PERF" --test "$1" -s "$2" -q "$4" --loops "$3" $POLL $THREADS --crc "$CRC" -D "$SECS" \
+		--json -p "$port" 127.0.0.1 >"$TMP/cli.json" 2>"$TMP/cli.err" ||
+		sed 's/^/bench_loops: client: /' "$TMP/cli.err" >&2
+	head -1 /proc/stat >"$TMP/stat1"
+	reap
+	python3 - "$TMP" <<'EOF'
+import json, os, sys
+d = sys.argv[1]
+def cores(r, secs):
+    app = loop = 0.0
+    for t in r.get("cpu", {}).get("threads", []):
+        if t["name"].startswith("iwarp-loop"):
+            loop += t["cpu_s"]
+        else:
+            app += t["cpu_s"]
+    return app / secs, loop / secs
+try:
+    c = json.load(open(d + "/cli.json"))["results"][0]
+    s = json.load(open(d + "/srv.json"))["results"][0]
+    secs = c["seconds"]
+    ca, cl = cores(c, secs)
+    sa, sl = cores(s, secs)
+    st = [list(map(int, open(d + f).read().split()[1:])) for f in ("/stat0", "/stat1")]
+    busy = lambda v: sum(v) - v[3] - v[4]
+    machine = (busy(st[1]) - busy(st[0])) / ((sum(st[1]) - sum(st[0])) or 1) * os.cpu_count()
+    spent = s["cpu"]["process_s"]
+    eff = c["messages"] / spent / 1e6 if spent > 0 else 0
+    print("%.4f %.2f %.2f %.2f %.2f %.2f %.3f" % (c["msg_rate_mpps"], ca, cl, sa, sl, machine, eff))
+except Exception as e:
+    print("bench_loops: no figures (%s)" % e, file=sys.stderr)
+    print("- - - - - - -")
+EOF
+}
+
+# RUNS runs, sorted by message rate: the median line, then the min and
+# max rates.
 median() {
 	i=0
 	while [ $i -lt "$RUNS" ]; do
+		echo "bench_loops: $1 $2 B, $3 loop(s), -q $4: run $((i + 1)) of $RUNS" >&2
 		one "$@"
 		i=$((i + 1))
-	done | sort -n | awk '{v[NR] = $0} END {print v[int((NR + 1) / 2)]}'
+	done | sort -n | awk '{v[NR] = $0; r[NR] = $1}
+		END {print v[int((NR + 1) / 2)], r[1] "-" r[NR]}'
 }
 
-echo "| test | size | QPs/loop | 1 loop Mmsg/s | MiB/s | 2 loops Mmsg/s | MiB/s | 2 loops / 1 loop |"
-echo "|---|---|---|---|---|---|---|---|"
-for t in send write; do
-	for s in 4096 65536; do
-		for k in 1 2 4; do
-			set -- $(median $t $s 1 $k)
-			a=$1 am=$2
-			set -- $(median $t $s 2 $((2 * k)))
-			b=$1 bm=$2
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (uptime), $(nproc) CPUs; iwarp-perf $POLL ${THREADS:---single} --crc $CRC -D $SECS, median of $RUNS runs"
+echo
+echo "| test | size | QPs/loop | 1 loop Mmsg/s (min-max) | 2 loops Mmsg/s (min-max) | 2/1 | cores 1 loop: client app+loops, server app+loops, machine | cores 2 loops | server Mmsg per server CPU-s, 1 loop / 2 loops |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for t in $TESTS; do
+	for s in $SIZES; do
+		for k in $KS; do
+			# shellcheck disable=SC2046
+			set -- $(median "$t" "$s" 1 "$k")
+			a=$1 a1="$2+$3, $4+$5, $6" ae=$7 ar=$8
+			# shellcheck disable=SC2046
+			set -- $(median "$t" "$s" 2 $((2 * k)))
+			b=$1 b1="$2+$3, $4+$5, $6" be=$7 br=$8
 			r=$(awk -v a="$a" -v b="$b" 'BEGIN {print (a > 0 && b != "-") ? sprintf("%.2f", b / a) : "-"}')
-			echo "| $t | $s | $k | $a | $am | $b | $bm | $r |"
+			echo "| $t | $s | $k | $a ($ar) | $b ($br) | $r | $a1 | $b1 | $ae / $be |"
 		done
 	done
 done

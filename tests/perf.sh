@@ -167,6 +167,13 @@ grep -q 'loops: 2' "$TMP/client.out" && grep -q 'loops: 2' "$TMP/server.out" &&
 	ok "--loops 2: both sides run two loops" || bad "--loops 2: not in the headers"
 $TO "$PERF" --loops 0 >/dev/null 2>&1
 [ $? -eq 2 ] && ok "--loops 0 is a usage error" || bad "--loops 0 accepted"
+# --threads: one application thread per loop on each side (the server takes
+# it from the client), counted and timed runs, both directions, polling.
+pair "send --loops 2 -q 4 --threads" 1 --test send --loops 2 -q 4 --threads -s 4096 -n 300 --no-poll
+pair "write --loops 2 -q 2 --threads --poll" 1 --test write --loops 2 -q 2 --threads -s 65536 -n 200 --poll
+pair "send -b --loops 2 -q 4 --threads -D 0.3" 1 --test send -b --loops 2 -q 4 --threads -s 1024 -D 0.3 --poll
+$TO "$PERF" --test send_lat --threads >/dev/null 2>&1
+[ $? -eq 2 ] && ok "--threads with a latency test is a usage error" || bad "--threads send_lat accepted"
 
 # --json: one document.
 if command -v "$PY" >/dev/null 2>&1; then
@@ -192,6 +199,18 @@ if command -v "$PY" >/dev/null 2>&1; then
 		ok "--json of a read_lat client parses"
 	else
 		bad "--json of a read_lat client"
+	fi
+	# --threads: the client's second loop has an application
+	# thread of its own, and the cpu object names it.
+	if $TO "$PERF" --test send --loops 2 -q 2 --threads -s 4096 -n 300 --json \
+		>"$TMP/client.out" 2>&1 && "$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [t["name"] for t in d["results"][0]["cpu"]["threads"]]
+sys.exit(0 if d["threads"] and "perf-app-1" in names else 1)' "$TMP/client.out"; then
+		ok "--json --threads: perf-app-1 in the cpu object"
+	else
+		bad "--json --threads: no per-thread cpu"
 	fi
 else
 	echo "SKIP: no python3 for --json"

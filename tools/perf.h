@@ -10,7 +10,8 @@
  * waiting, perf_xchg.c perftest's messages, perf_flow.c perftest's order of
  * them per test, perf_bw.c and perf_lat.c the measured loops, perf_stats.c
  * time and statistics, perf_tcp.c the raw TCP baseline, perf_out.c tables,
- * JSON and progress, perf_idle.c the idle-connection memory figure.
+ * JSON and progress, perf_idle.c the idle-connection memory figure,
+ * perf_cpu.c CPU time per thread.
  */
 #ifndef IWARP_PERF_H
 #define IWARP_PERF_H
@@ -60,6 +61,7 @@ struct perf_opts {
 	int idle;               /* --idle N connections */
 	uint64_t churn;         /* --churn N cycles */
 	uint32_t loops;         /* --loops N: event loops per context (0: libiwarp's default) */
+	bool threads;           /* --threads: one application thread per loop drives its QPs */
 	double timeout;         /* seconds for connection setup and replies */
 };
 
@@ -81,6 +83,24 @@ struct perf_samples {
 int perf_samples_add(struct perf_samples *s, double v);
 void perf_samples_free(struct perf_samples *s);
 
+/* CPU time per thread of this process over a run (perf_cpu.c). */
+#define PERF_CPU_THREADS 32
+struct perf_cpu_thread {
+	int tid;
+	char name[16];
+	double secs;            /* user + system */
+};
+struct perf_cpu {
+	int n;
+	double total;           /* of the threads listed (after perf_cpu_delta) */
+	struct perf_cpu_thread t[PERF_CPU_THREADS];
+};
+void perf_cpu_sample(struct perf_cpu *c);
+void perf_cpu_delta(const struct perf_cpu *before, const struct perf_cpu *after,
+		    struct perf_cpu *out);
+void perf_cpu_self(struct perf_cpu_thread *t);
+void perf_cpu_put(struct perf_cpu *c, const struct perf_cpu_thread *t);
+
 /* One row of results. Bandwidth figures in bytes per second. */
 struct perf_result {
 	uint64_t bytes, iters, msgs;
@@ -93,6 +113,9 @@ struct perf_result {
 	/* the raw TCP baseline, when measured */
 	bool tcp;
 	double tcp_bw, tcp_typ;
+	/* this process's CPU over the run (bandwidth tests), when taken */
+	bool has_cpu;
+	struct perf_cpu cpu;
 };
 void perf_lat_summary(struct perf_samples *s, struct perf_result *r);
 /* Progress of the busiest window: a (time, messages) trace kept by a loop. */
@@ -153,6 +176,15 @@ struct perf_sess {
 	uint32_t nqp;
 	struct iw_cm_id **ids;
 	bool *disconnected;
+	/* Completion queues per group: one group, or with --threads one per
+	 * loop so that each application thread polls only its own loop's
+	 * QPs. scq, rcq and dcc are group 0's. */
+	uint32_t ngrp;
+	struct perf_cqs {
+		struct iw_comp_channel *cc;
+		struct iw_cq *scq, *rcq;
+	} *grp;
+	uint32_t *qp_grp;            /* the group of each data QP */
 	struct iw_comp_channel *dcc;
 	struct iw_cq *scq, *rcq;
 	uint8_t *buf;

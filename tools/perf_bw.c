@@ -21,8 +21,10 @@
  *    run_iter_bi).
  *  - The receiver's clock starts at its first receive (set_on_first_rx_packet).
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +41,16 @@ struct bw_qp {
 	uint64_t loc, rem;             /* the next addresses */
 };
 
+/* One application thread's share: all the QPs, or with --threads the QPs
+ * of one loop and that loop's CQs. */
 struct bw_run {
 	struct perf_sess *s;
+	uint32_t qp[PERF_MAX_QPS], nq;  /* the QPs it drives */
+	struct iw_cq *scq, *rcq;
+	struct iw_comp_channel *cc;
+	bool lead;                      /* the calling thread: watches the CM channel */
+	int rc;
+	struct perf_cpu_thread cpu;     /* a thread of its own: its CPU at the end */
 	uint64_t size, iters;
 	bool tx, rx, timed, armed;
 	double deadline, t0, t_end, rx_t0, rx_end, last_move;
@@ -141,7 +151,8 @@ static int post_credit(struct bw_run *b, uint32_t i)
 
 static int bad_wc(struct bw_run *b, const struct iw_wc *wc, const char *what)
 {
-	perf_alive(b->s); /* a flush usually means the peer went: say so */
+	if (b->lead)
+		perf_alive(b->s); /* a flush usually means the peer went: say so */
 	perf_err(b->s, "%s completion on QP %u: %s (TERMINATE: %s)%s", what,
 		 (unsigned)((wc->wr_id >> 48) & 0x7fff), iw_wc_status_str(wc->status),
 		 iw_term_str(wc->vendor_err), b->s->dead || b->s->data_dead ? ": the peer went away" : "");
@@ -151,7 +162,7 @@ static int bad_wc(struct bw_run *b, const struct iw_wc *wc, const char *what)
 static int poll_send(struct bw_run *b, bool *moved)
 {
 	struct iw_wc wc[32];
-	int n = iw_poll_cq(b->s->scq, 32, wc);
+	int n = iw_poll_cq(b->scq, 32, wc);
 	double now = n > 0 ? perf_now() : 0;
 	for (int k = 0; k < n; k++) {
 		if (wc[k].status != IW_WC_SUCCESS)
@@ -182,7 +193,7 @@ static int repost(struct bw_run *b, uint32_t i)
 static int poll_recv(struct bw_run *b, bool *moved)
 {
 	struct iw_wc wc[32];
-	int n = iw_poll_cq(b->s->rcq, 32, wc);
+	int n = iw_poll_cq(b->rcq, 32, wc);
 	double now = n > 0 ? perf_now() : 0;
 	for (int k = 0; k < n; k++) {
 		if (wc[k].status != IW_WC_SUCCESS)
@@ -214,8 +225,8 @@ static bool tx_done(const struct bw_run *b, double now)
 {
 	if (b->timed && now < b->deadline)
 		return false;
-	for (uint32_t i = 0; i < b->s->nqp; i++) {
-		const struct bw_qp *q = &b->q[i];
+	for (uint32_t k = 0; k < b->nq; k++) {
+		const struct bw_qp *q = &b->q[b->qp[k]];
 		if (b->timed ? q->ccnt < q->last_sig : q->ccnt < b->iters)
 			return false;
 	}
@@ -226,13 +237,13 @@ static bool rx_done(const struct bw_run *b, double now)
 {
 	if (b->timed)
 		return b->rx_msgs && now >= b->deadline;
-	return b->rx_msgs >= b->iters * b->s->nqp;
+	return b->rx_msgs >= b->iters * b->nq;
 }
 
 static bool credits_done(const struct bw_run *b)
 {
-	for (uint32_t i = 0; i < b->s->nqp; i++)
-		if (b->q[i].credits_out)
+	for (uint32_t k = 0; k < b->nq; k++)
+		if (b->q[b->qp[k]].credits_out)
 			return false;
 	return true;
 }
@@ -244,20 +255,19 @@ static bool credits_done(const struct bw_run *b)
  * threads that move the data. */
 static int idle(struct bw_run *b, int rounds, bool credit_bound)
 {
-	struct perf_sess *s = b->s;
 	if (credit_bound || rounds < 16) {
 		sched_yield();
 		return 0;
 	}
 	if (!b->armed) {
 		b->armed = true;
-		return iw_req_notify_cq(s->scq, 0) || iw_req_notify_cq(s->rcq, 0) ? -1 : 0;
+		return iw_req_notify_cq(b->scq, 0) || iw_req_notify_cq(b->rcq, 0) ? -1 : 0;
 	}
-	struct pollfd p = {.fd = s->dcc->fd, .events = POLLIN};
+	struct pollfd p = {.fd = b->cc->fd, .events = POLLIN};
 	if (poll(&p, 1, 5) == 1) {
 		struct iw_cq *ecq;
 		void *ectx;
-		if (iw_get_cq_event(s->dcc, &ecq, &ectx) == 0)
+		if (iw_get_cq_event(b->cc, &ecq, &ectx) == 0)
 			iw_ack_cq_events(ecq, 1);
 		b->armed = false;
 	}
@@ -268,7 +278,8 @@ static bool credit_bound(struct bw_run *b, double now)
 {
 	if (!b->tx || b->s->o.test != PT_SEND)
 		return false;
-	for (uint32_t i = 0; i < b->s->nqp; i++) {
+	for (uint32_t k = 0; k < b->nq; k++) {
+		uint32_t i = b->qp[k];
 		struct bw_qp *q = &b->q[i];
 		bool more = b->timed ? now < b->deadline : q->scnt < b->iters;
 		if (more && q->scnt - q->ccnt < b->s->o.tx_depth &&
@@ -280,9 +291,9 @@ static bool credit_bound(struct bw_run *b, double now)
 
 static int step(struct bw_run *b, double now, bool *moved)
 {
-	for (uint32_t i = 0; b->tx && i < b->s->nqp; i++)
-		while (may_post(b, i, now)) {
-			if (post_data(b, i))
+	for (uint32_t k = 0; b->tx && k < b->nq; k++)
+		while (may_post(b, b->qp[k], now)) {
+			if (post_data(b, b->qp[k]))
 				return -1;
 			*moved = true;
 		}
@@ -305,6 +316,16 @@ static int last_round(struct bw_run *b)
 	return -1;
 }
 
+/* Only the lead thread reads the CM channel; the others see what it
+ * found. */
+static bool peer_alive(struct bw_run *b)
+{
+	if (b->lead)
+		return perf_alive(b->s);
+	return !__atomic_load_n(&b->s->dead, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&b->s->data_dead, __ATOMIC_RELAXED);
+}
+
 static int loop(struct bw_run *b)
 {
 	struct perf_sess *s = b->s;
@@ -321,7 +342,8 @@ static int loop(struct bw_run *b)
 		if (txd && rxd && credits_done(b))
 			return 0;
 		perf_trace_add(&b->trace, now, b->tx ? b->tx_msgs : b->rx_msgs);
-		perf_progress_tick(&b->prog, b->tx ? b->tx_msgs : b->rx_msgs);
+		if (b->lead)
+			perf_progress_tick(&b->prog, b->tx ? b->tx_msgs : b->rx_msgs);
 		if (moved) {
 			rounds = 0;
 			b->last_move = now;
@@ -329,7 +351,7 @@ static int loop(struct bw_run *b)
 		}
 		if (now - last_check > 0.1) {
 			last_check = now;
-			if (!perf_alive(s))
+			if (!peer_alive(b))
 				return last_round(b);
 			if (now - b->last_move > stall) {
 				perf_err(s, "no progress for %.0f s: giving up", stall);
@@ -341,10 +363,17 @@ static int loop(struct bw_run *b)
 	}
 }
 
-static void setup(struct bw_run *b, struct perf_sess *s, uint64_t size, bool tx, bool rx)
+static void setup(struct bw_run *b, struct perf_sess *s, uint64_t size, bool tx, bool rx,
+		  uint32_t g)
 {
 	memset(b, 0, sizeof(*b));
 	b->s = s;
+	for (uint32_t i = 0; i < s->nqp; i++)
+		if (s->qp_grp[i] == g)
+			b->qp[b->nq++] = i;
+	b->scq = s->grp[g].scq;
+	b->rcq = s->grp[g].rcq;
+	b->cc = s->grp[g].cc;
 	b->size = size;
 	b->tx = tx;
 	b->rx = rx;
@@ -360,7 +389,8 @@ static void setup(struct bw_run *b, struct perf_sess *s, uint64_t size, bool tx,
 	b->cq_mod = size > 8192 || !mod ? 1 : mod > 64 ? 64 : mod;
 	b->inc = inc_of(size, s->cache_line);
 	b->per_cycle = size <= s->cycle_buffer / 2 ? s->cycle_buffer / b->inc : 0;
-	for (uint32_t i = 0; i < s->nqp; i++) {
+	for (uint32_t k = 0; k < b->nq; k++) {
+		uint32_t i = b->qp[k];
 		b->q[i].loc = (uintptr_t)perf_region_local(s, i);
 		b->q[i].rem = s->rem[i].vaddr;
 		b->q[i].rposted = rx ? b->rx_depth : 0;
@@ -368,40 +398,112 @@ static void setup(struct bw_run *b, struct perf_sess *s, uint64_t size, bool tx,
 	perf_progress_start(&b->prog, s, size);
 }
 
-static void result(struct bw_run *b, struct perf_result *r)
+/* The runs together: every thread's messages over the span from the
+ * first start to the last completion. The peak is one thread's busiest
+ * window; several threads have no common trace, so theirs is the
+ * average. */
+static void result(struct bw_run **runs, uint32_t n, struct perf_result *r)
 {
-	bool tx = b->tx;
-	uint64_t msgs = tx ? b->tx_msgs : b->rx_msgs;
-	double t = tx ? b->t_end - b->t0 : b->rx_end - b->rx_t0;
+	bool tx = runs[0]->tx;
+	uint64_t msgs = 0;
+	double t0 = 0, t1 = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		struct bw_run *b = runs[k];
+		uint64_t m = tx ? b->tx_msgs : b->rx_msgs;
+		double a = tx ? b->t0 : b->rx_t0, e = tx ? b->t_end : b->rx_end;
+		if (!m)
+			continue;
+		t0 = !msgs || a < t0 ? a : t0;
+		t1 = e > t1 ? e : t1;
+		msgs += m;
+	}
+	double t = t1 - t0;
 	/* #iterations counts every QP's messages, as perftest's report does
 	 * (print_report_bw: iters * num_of_qps): a perftest server prints the
 	 * figure we send it, so it must mean the same. */
-	*r = (struct perf_result){.bytes = b->size, .msgs = msgs, .iters = msgs, .seconds = t};
+	*r = (struct perf_result){.bytes = runs[0]->size, .msgs = msgs, .iters = msgs, .seconds = t};
 	if (t > 0) {
-		r->bw_avg = (double)msgs * (double)b->size / t;
+		r->bw_avg = (double)msgs * (double)runs[0]->size / t;
 		r->msg_rate = (double)msgs / t;
 	}
-	r->bw_peak = perf_trace_peak(&b->trace, b->size);
+	r->bw_peak = n == 1 ? perf_trace_peak(&runs[0]->trace, runs[0]->size) : 0;
 	if (r->bw_peak < r->bw_avg)
 		r->bw_peak = r->bw_avg;
-	perf_trace_free(&b->trace);
+}
+
+static void *run_thread(void *arg)
+{
+	struct bw_run *b = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "perf-app-%u", b->s->qp_grp[b->qp[0]]);
+	(void)pthread_setname_np(pthread_self(), name);
+	b->rc = loop(b);
+	perf_cpu_self(&b->cpu);
+	return NULL;
+}
+
+/* The runs: the first on this thread, each other on a thread of its own;
+ * this process's CPU per thread over them into *cpu. */
+static int run_all(struct bw_run **runs, uint32_t n, struct perf_cpu *cpu)
+{
+	pthread_t th[PERF_MAX_QPS];
+	struct perf_cpu before, after;
+	uint32_t started = 1;
+	perf_cpu_sample(&before);
+	for (; started < n; started++)
+		if (pthread_create(&th[started], NULL, run_thread, runs[started])) {
+			perf_err(runs[0]->s, "no thread for loop %u", started);
+			runs[0]->s->data_dead = 1; /* the others stop */
+			break;
+		}
+	int rc = started < n ? -1 : loop(runs[0]);
+	for (uint32_t k = 1; k < started; k++) {
+		pthread_join(th[k], NULL);
+		rc = rc ? rc : runs[k]->rc;
+	}
+	perf_cpu_sample(&after);
+	perf_cpu_delta(&before, &after, cpu);
+	for (uint32_t k = 1; k < started; k++)
+		perf_cpu_put(cpu, &runs[k]->cpu);
+	return rc;
 }
 
 /* One size, one side: send (client; both with -b) and/or receive (the
- * server of a send test; both with -b). */
+ * server of a send test; both with -b); with --threads one thread per
+ * loop that has QPs. */
 int perf_bw_duplex(struct perf_sess *s, uint64_t size, struct perf_result *r)
 {
 	bool send = s->o.test == PT_SEND;
 	bool tx = !s->server || s->o.bidir;
 	bool rx = send && (s->server || s->o.bidir);
-	struct bw_run *b = calloc(1, sizeof(*b));
-	if (!b)
-		return -1;
-	setup(b, s, size, tx, rx);
-	int rc = loop(b);
-	if (!rc)
-		result(b, r);
-	perf_trace_free(&b->trace);
-	free(b);
+	struct bw_run *runs[PERF_MAX_QPS];
+	uint32_t n = 0;
+	int rc = 0;
+	for (uint32_t g = 0; g < s->ngrp && !rc; g++) {
+		struct bw_run *b = calloc(1, sizeof(*b));
+		if (!b) {
+			rc = -1;
+			break;
+		}
+		setup(b, s, size, tx, rx, g);
+		if (b->nq)
+			runs[n++] = b;
+		else
+			free(b);
+	}
+	if (!rc && n) {
+		runs[0]->lead = true;
+		struct perf_cpu cpu;
+		rc = run_all(runs, n, &cpu);
+		if (!rc) {
+			result(runs, n, r);
+			r->cpu = cpu;
+			r->has_cpu = true;
+		}
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		perf_trace_free(&runs[k]->trace);
+		free(runs[k]);
+	}
 	return rc;
 }

@@ -20,7 +20,7 @@ static const char usage_text[] =
 	"usage: iwarp-perf [--test T] [-s size] [-a [--max-size N]] [-n iters | -D seconds]\n"
 	"                  [-t tx_depth] [-r rx_depth] [-q qps] [-o reads] [-b]\n"
 	"                  [--crc on|off] [--markers] [--tcp] [--poll | --no-poll]\n"
-	"                  [--json] [--timeout s] [--loops N]\n"
+	"                  [--json] [--timeout s] [--loops N [--threads]]\n"
 	"                  [-p port] [--server | --loopback | server_address]\n"
 	"       iwarp-perf --idle N [-t depth] [--json]\n"
 	"       iwarp-perf --churn N [--json]\n"
@@ -65,6 +65,11 @@ static const char usage_text[] =
 	"                 sides. With --no-poll the loop threads move the data, so\n"
 	"                 compare e.g. --loops 1 -q 2 with --loops 2 -q 4 for the\n"
 	"                 scaling over cores\n"
+	"  --threads      (bandwidth tests) one application thread per loop posts, polls\n"
+	"                 and reposts for that loop's QPs only, with their own CQs, on\n"
+	"                 both sides (the server takes it from an iwarp-perf client),\n"
+	"                 instead of one thread for all of them; --json adds each\n"
+	"                 thread's CPU time over the run\n"
 	"  --dont_xchg_versions  as perftest's: skip the version, page and MTU exchange\n"
 	"  --as-perftest  announce plain perftest 6.06, so an iwarp-perf peer acts as\n"
 	"                 with perftest (each side then needs the same options)\n"
@@ -160,7 +165,7 @@ struct given {
 };
 
 enum { O_TEST = 256, O_CRC, O_MARKERS, O_TCP, O_IDLE, O_CHURN, O_JSON, O_LOOP, O_SERVER,
-       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL, O_LOOPS };
+       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL, O_LOOPS, O_THREADS };
 
 static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 {
@@ -236,6 +241,7 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 			return bad("--loops %s: from 1 to 64", arg);
 		o->loops = (uint32_t)u;
 		return 0;
+	case O_THREADS: o->threads = true; return 0;
 	case O_TIMEOUT:
 		if (num(arg, 0.1, 3600, &d))
 			return bad("--timeout %s: seconds, 0.1 to 3600", arg);
@@ -290,6 +296,8 @@ static int check(const struct perf_opts *o, const struct given *g)
 		return bad("%s", "-a and -D exclude each other (as each size needs a count)");
 	if (g->max && !o->sweep)
 		return bad("%s", "--max-size goes with -a");
+	if (o->threads && (perf_is_lat(o->test) || o->test == PT_CONNECT))
+		return bad("%s", "--threads goes with the bandwidth tests");
 	if (o->test == PT_SEND && perf_rx_depth(o) < 3)
 		return bad("%s", "send bandwidth needs -r of at least 3 (credits every r/3)");
 	return 0;
@@ -315,6 +323,7 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 		{"poll", no_argument, NULL, O_POLL},
 		{"no-poll", no_argument, NULL, O_NOPOLL},
 		{"loops", required_argument, NULL, O_LOOPS},
+		{"threads", no_argument, NULL, O_THREADS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

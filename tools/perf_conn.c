@@ -185,9 +185,16 @@ static void free_data(struct perf_sess *s)
 	free(s->rem);
 	free(s->ids);
 	free(s->disconnected);
-	iw_destroy_cq(s->scq);
-	iw_destroy_cq(s->rcq);
-	iw_destroy_comp_channel(s->dcc);
+	free(s->qp_grp);
+	for (uint32_t g = 0; s->grp && g < s->ngrp; g++) {
+		iw_destroy_cq(s->grp[g].scq);
+		iw_destroy_cq(s->grp[g].rcq);
+		iw_destroy_comp_channel(s->grp[g].cc);
+	}
+	free(s->grp);
+	s->grp = NULL;
+	s->qp_grp = NULL;
+	s->ngrp = 0;
 	s->mr = s->ctrl_mr = NULL;
 	s->buf = NULL;
 	s->ctrl = NULL;
@@ -376,6 +383,33 @@ static uint64_t largest_size(const struct perf_opts *o)
 	return m;
 }
 
+/* One set of CQs and a channel, or with --threads one per loop (each
+ * sized for every QP: which loops the QPs land on is known only as they
+ * connect). */
+static int alloc_cqs(struct perf_sess *s)
+{
+	const struct perf_opts *o = &s->o;
+	s->ngrp = o->threads ? iw_context_num_loops(s->ctx) : 1;
+	s->grp = calloc(s->ngrp, sizeof(*s->grp));
+	s->qp_grp = calloc(s->nqp, sizeof(*s->qp_grp));
+	if (!s->grp || !s->qp_grp)
+		return -1;
+	int scqe = (int)(s->nqp * (2 * o->tx_depth + 16) + 16);
+	int rcqe = (int)(s->nqp * (perf_rx_depth(o) + 16) + 16);
+	for (uint32_t g = 0; g < s->ngrp; g++) {
+		struct perf_cqs *c = &s->grp[g];
+		c->cc = iw_create_comp_channel(s->ctx);
+		c->scq = c->cc ? iw_create_cq(s->ctx, scqe, NULL, c->cc, 0) : NULL;
+		c->rcq = c->cc ? iw_create_cq(s->ctx, rcqe, NULL, c->cc, 0) : NULL;
+		if (!c->scq || !c->rcq)
+			return -1;
+	}
+	s->dcc = s->grp[0].cc;
+	s->scq = s->grp[0].scq;
+	s->rcq = s->grp[0].rcq;
+	return 0;
+}
+
 /* Buffers as perftest lays them out (set_up_connection): per QP a region
  * we send from and, after all of those, one the peer writes to, reads from
  * or we receive into; each max(size, cycle_buffer). Zeroed: write_lat waits
@@ -408,24 +442,24 @@ int perf_data_alloc(struct perf_sess *s)
 	int acc = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ;
 	s->mr = iw_reg_mr(s->pd, s->buf, len, acc);
 	s->ctrl_mr = iw_reg_mr(s->pd, s->ctrl, 2 * s->nqp * sizeof(uint32_t), acc);
-	s->dcc = iw_create_comp_channel(s->ctx);
-	uint32_t rx = perf_rx_depth(o);
-	int scqe = (int)(s->nqp * (2 * o->tx_depth + 16) + 16);
-	int rcqe = (int)(s->nqp * (rx + 16) + 16);
-	s->scq = s->dcc ? iw_create_cq(s->ctx, scqe, NULL, s->dcc, 0) : NULL;
-	s->rcq = s->dcc ? iw_create_cq(s->ctx, rcqe, NULL, s->dcc, 0) : NULL;
-	if (!s->mr || !s->ctrl_mr || !s->scq || !s->rcq) {
+	if (!s->mr || !s->ctrl_mr || alloc_cqs(s)) {
 		perf_err(s, "registering buffers: %s", strerror(errno));
 		return PX_FAIL;
 	}
 	return PX_OK;
 }
 
-static int data_qp(struct perf_sess *s, struct iw_cm_id *id)
+/* Data QP i on id; with --threads its CQs are those of the id's loop. */
+static int data_qp(struct perf_sess *s, struct iw_cm_id *id, uint32_t i)
 {
+	unsigned loop = 0;
+	if (s->ngrp > 1 && iw_cm_get_loop(id, &loop))
+		loop = 0;
+	s->qp_grp[i] = loop % s->ngrp;
+	const struct perf_cqs *g = &s->grp[s->qp_grp[i]];
 	uint32_t sq = 2 * s->o.tx_depth + 8, rq = perf_rx_depth(&s->o) + 8;
 	struct iw_qp_init_attr qa = {
-		.send_cq = s->scq, .recv_cq = s->rcq, .qp_type = IW_QPT_RC,
+		.send_cq = g->scq, .recv_cq = g->rcq, .qp_type = IW_QPT_RC,
 		.cap = {.max_send_wr = sq > 16384 ? 16384 : sq, .max_recv_wr = rq,
 			.max_send_sge = 1, .max_recv_sge = 1},
 	};
@@ -462,7 +496,7 @@ static int connect_one(struct perf_sess *s, uint32_t i, const struct sockaddr *d
 	struct iw_cm_id *id;
 	if (iw_cm_create_id(s->cm, &id, NULL))
 		return -1;
-	int rc = data_qp(s, id) ? EINVAL : iw_cm_connect(id, dst, &p);
+	int rc = data_qp(s, id, i) ? EINVAL : iw_cm_connect(id, dst, &p);
 	if (rc) {
 		snprintf(why_buf, why_len, "%s", strerror(rc));
 		iw_cm_destroy_id(id);
@@ -518,7 +552,7 @@ static int accept_one(struct perf_sess *s, struct iw_cm_event *ev, uint32_t i)
 	struct iw_mpa_opts mo;
 	data_mpa(s, &mo);
 	struct iw_conn_param p = {.responder_resources = ird, .initiator_depth = ord, .mpa = &mo};
-	if (data_qp(s, id) || iw_cm_accept(id, &p)) {
+	if (data_qp(s, id, i) || iw_cm_accept(id, &p)) {
 		perf_err(s, "accepting data connection %u", i);
 		iw_cm_destroy_id(id);
 		return PX_CONNECT;

@@ -81,9 +81,19 @@ static int flow_rdma_bw(struct perf_sess *s, struct perf_result *rows, int *nrow
 	if (hs_all(s) || hs_all(s) || perf_hand_shake(s, 0))
 		return -1;
 	if (s->server && !bi) {
+		/* The client's test runs while we wait: our CPU meanwhile is
+		 * what receiving its writes cost. */
 		struct perf_result theirs, none = {0};
-		if (hs_patient(s) || perf_xchg_report(s, &none, &theirs))
+		struct perf_cpu before, after, cpu;
+		perf_cpu_sample(&before);
+		if (hs_patient(s))
 			return -1;
+		perf_cpu_sample(&after);
+		if (perf_xchg_report(s, &none, &theirs))
+			return -1;
+		perf_cpu_delta(&before, &after, &cpu);
+		theirs.cpu = cpu;
+		theirs.has_cpu = true;
 		emit(s, rows, nrows, &theirs);
 		return perf_hand_shake(s, 0);
 	}

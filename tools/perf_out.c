@@ -101,6 +101,16 @@ void perf_out_footer(struct perf_sess *s)
 	fflush(s->out);
 }
 
+/* "cpu": this process's CPU seconds over the run, per thread. */
+static void json_cpu(FILE *f, const struct perf_cpu *c)
+{
+	fprintf(f, ",\"cpu\":{\"process_s\":%.3f,\"threads\":[", c->total);
+	for (int i = 0; i < c->n; i++)
+		fprintf(f, "%s{\"tid\":%d,\"name\":\"%s\",\"cpu_s\":%.3f}", i ? "," : "",
+			c->t[i].tid, c->t[i].name, c->t[i].secs);
+	fputs("]}", f);
+}
+
 static void json_row(FILE *f, const struct perf_result *r)
 {
 	fprintf(f, "{\"bytes\":%" PRIu64 ",\"iterations\":%" PRIu64 ",\"messages\":%" PRIu64,
@@ -121,6 +131,8 @@ static void json_row(FILE *f, const struct perf_result *r)
 			fprintf(f, ",\"tcp_bw_avg_MiBps\":%.2f,\"ratio\":%.4f", r->tcp_bw / 1048576,
 				r->tcp_bw > 0 ? r->bw_avg / r->tcp_bw : 0);
 	}
+	if (r->has_cpu)
+		json_cpu(f, &r->cpu);
 	fputc('}', f);
 }
 
@@ -137,8 +149,8 @@ void perf_out_json(struct perf_sess *s, const struct perf_result *rows, int nrow
 	fprintf(f, "\"qps\":%u,\"tx_depth\":%u,\"bidirectional\":%s,\"crc\":%s,\"markers\":%s,",
 		o->qps, o->tx_depth, o->bidir ? "true" : "false", o->crc ? "true" : "false",
 		o->markers ? "true" : "false");
-	fprintf(f, "\"poll\":%s,\"loops\":%u,", perf_polling(o) ? "true" : "false",
-		iw_context_num_loops(s->ctx));
+	fprintf(f, "\"poll\":%s,\"loops\":%u,\"threads\":%s,", perf_polling(o) ? "true" : "false",
+		iw_context_num_loops(s->ctx), o->threads ? "true" : "false");
 	if (o->duration > 0)
 		fprintf(f, "\"duration_s\":%.3f,", o->duration);
 	else

@@ -368,7 +368,8 @@ int perf_xchg_report(struct perf_sess *s, const struct perf_result *mine,
 
 /* ------------------------------------------------------------ extension */
 
-enum { EF_BIDIR = 1, EF_TCP = 2, EF_CRC = 4, EF_MARKERS = 8, EF_SWEEP = 16, EF_POLL = 32 };
+enum { EF_BIDIR = 1, EF_TCP = 2, EF_CRC = 4, EF_MARKERS = 8, EF_SWEEP = 16, EF_POLL = 32,
+       EF_THREADS = 64 };
 
 static void ext_pack(uint8_t out[48], const struct perf_opts *o)
 {
@@ -378,7 +379,8 @@ static void ext_pack(uint8_t out[48], const struct perf_opts *o)
 	out[5] = (uint8_t)o->test;
 	out[6] = (uint8_t)((o->bidir ? EF_BIDIR : 0) | (o->tcp ? EF_TCP : 0) |
 			   (o->crc ? EF_CRC : 0) | (o->markers ? EF_MARKERS : 0) |
-			   (o->sweep ? EF_SWEEP : 0) | (perf_polling(o) ? EF_POLL : 0));
+			   (o->sweep ? EF_SWEEP : 0) | (perf_polling(o) ? EF_POLL : 0) |
+			   (o->threads ? EF_THREADS : 0));
 	put64(out + 8, o->size);
 	put64(out + 16, o->iters);
 	put32(out + 24, (uint32_t)lround(o->duration * 1000));
@@ -401,6 +403,7 @@ static int ext_unpack(struct perf_opts *o, const uint8_t in[48])
 	o->markers = in[6] & EF_MARKERS;
 	o->sweep = in[6] & EF_SWEEP;
 	o->poll = (in[6] & EF_POLL) != 0;
+	o->threads = o->threads || (in[6] & EF_THREADS); /* either side may ask */
 	o->size = get64(in + 8);
 	o->iters = get64(in + 16);
 	o->duration = get32(in + 24) / 1000.0;
