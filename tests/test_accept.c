@@ -16,7 +16,14 @@
  *  - churn: connect, one Send each way, disconnect, 2,000 times; the
  *    descriptors and the live heap bytes of both contexts (counted by an
  *    IW_CONTEXT_ATTR_ALLOC allocator) are the same at the end as after
- *    the first cycles.
+ *    the first cycles;
+ *  - relisten (iw_conn_opts.relisten_ms): a listener destroyed and made
+ *    again on the same port takes the connections of peers that do not
+ *    dial again and came in between; without the option they are
+ *    refused; a parked socket nobody takes is closed when its time is up
+ *    (its peers reset, the port refused again, no descriptor left), one
+ *    on the same port and another address gives way, and the context's
+ *    end closes them all.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -698,6 +705,145 @@ START_TEST(test_create_without_hop)
 }
 END_TEST
 
+/* ------------------------------------------------------------ relisten */
+
+/* A listener on a (127.0.0.1 or any, port given or 0, set in *a) that
+ * parks its socket for ms when destroyed. */
+static struct iw_cm_id *relistener(struct side *s, struct sockaddr_in *a, uint32_t ms)
+{
+	struct iw_cm_id *l;
+	struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_RELISTEN, .relisten_ms = ms};
+	ck_assert_int_eq(iw_cm_create_id(s->ch, &l, NULL), 0);
+	ck_assert_int_eq(iw_cm_set_conn_opts(l, &o), 0);
+	ck_assert_int_eq(iw_cm_bind_addr(l, (struct sockaddr *)a), 0);
+	ck_assert_int_eq(iw_cm_listen(l, 4), 0);
+	a->sin_port = ((struct sockaddr_in *)&l->local_addr)->sin_port;
+	return l;
+}
+
+static struct sockaddr_in loopback_any_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* connect(2) once, no retry: 0 or the errno. */
+static int dial_once(const struct sockaddr_in *a, int *out)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	if (connect(fd, (const struct sockaddr *)a, sizeof(*a))) {
+		int e = errno;
+		close(fd);
+		return e;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* perftest -R's server: its first listener goes, and the client's next
+ * connection (which it does not dial again when refused) comes before the
+ * second listener on the same port. Without relisten_ms it is refused;
+ * with it, a plain TCP peer and a libiwarp client (refused_retry_ms 0)
+ * that came in between are both accepted by the second listener, and the
+ * libiwarp pair gets ESTABLISHED. */
+START_TEST(test_relisten_gap)
+{
+	struct side srv, cli;
+	side_init(&srv, NULL, 16);
+	side_init(&cli, NULL, 16);
+	struct sockaddr_in a = loopback_any_port();
+	int raw;
+	ck_assert_int_eq(iw_cm_destroy_id(relistener(&srv, &a, 0)), 0);
+	ck_assert_int_eq(dial_once(&a, &raw), ECONNREFUSED);
+	struct iw_cm_id *l = relistener(&srv, &a, WAIT_MS);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(dial_once(&a, &raw), 0);
+	struct pairs p;
+	pairs_init(&p, &srv, &cli, 1);
+	pairs_connect(&p, &a);
+	l = relistener(&srv, &a, WAIT_MS);
+	wait_pending(l, 1); /* the raw peer, which sends no Request */
+	pairs_run(&p, all_up);
+	ck_assert_uint_eq(stats_of(l).accepted, 2);
+	close(raw);
+	pairs_fini(&p);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	side_fini(&cli);
+	side_fini(&srv);
+}
+END_TEST
+
+/* Nobody listens again: the socket is closed once relisten_ms is up, not
+ * before; the peer it queued is reset, the port refuses again and no
+ * descriptor is left. */
+START_TEST(test_relisten_expires)
+{
+	struct side srv;
+	side_init(&srv, NULL, 16);
+	int fds = open_fds();
+	struct sockaddr_in a = loopback_any_port();
+	struct iw_cm_id *l = relistener(&srv, &a, 200);
+	int64_t t0 = now_ms();
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	int raw;
+	ck_assert_int_eq(dial_once(&a, &raw), 0);
+	ck_assert(raw_was_dropped(raw));
+	ck_assert_int_ge(now_ms() - t0, 190); /* timers may round down a little */
+	close(raw);
+	ck_assert_int_eq(dial_once(&a, &raw), ECONNREFUSED);
+	ck_assert_int_eq(open_fds(), fds);
+	side_fini(&srv);
+}
+END_TEST
+
+/* A listener on 127.0.0.1 (port in *a) destroyed with its socket parked
+ * for WAIT_MS, and a plain TCP peer that connected since: its fd. */
+static int parked_with_peer(struct side *srv, struct sockaddr_in *a)
+{
+	*a = loopback_any_port();
+	ck_assert_int_eq(iw_cm_destroy_id(relistener(srv, a, WAIT_MS)), 0);
+	int raw;
+	ck_assert_int_eq(dial_once(a, &raw), 0);
+	return raw;
+}
+
+/* A listener on the parked port and another address (any) gets it: the
+ * parked socket, which would make its bind fail, is closed first. */
+START_TEST(test_relisten_other_addr)
+{
+	struct side srv;
+	side_init(&srv, NULL, 16);
+	struct sockaddr_in a;
+	int raw = parked_with_peer(&srv, &a);
+	struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = a.sin_port};
+	struct iw_cm_id *l = relistener(&srv, &any, 0);
+	ck_assert(raw_was_dropped(raw));
+	ck_assert_uint_eq(stats_of(l).accepted, 0);
+	close(raw);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	side_fini(&srv);
+}
+END_TEST
+
+/* The context's end does not wait for relisten_ms: its parked sockets
+ * close with it (the peers reset, no descriptor left; valgrind sees the
+ * entries freed). */
+START_TEST(test_relisten_context_free)
+{
+	int fds = open_fds();
+	struct side srv;
+	side_init(&srv, NULL, 16);
+	struct sockaddr_in a;
+	int raw = parked_with_peer(&srv, &a);
+	side_fini(&srv);
+	ck_assert(raw_was_dropped(raw));
+	close(raw);
+	ck_assert_int_eq(open_fds(), fds);
+}
+END_TEST
+
 Suite *suite_accept(void)
 {
 	Suite *s = suite_create("accept");
@@ -708,6 +854,10 @@ Suite *suite_accept(void)
 	tcase_add_test(tc, test_create_without_hop);
 	tcase_add_test(tc, test_backlog_reaches_kernel);
 	tcase_add_test(tc, test_burst_over_backlog);
+	tcase_add_test(tc, test_relisten_gap);
+	tcase_add_test(tc, test_relisten_expires);
+	tcase_add_test(tc, test_relisten_other_addr);
+	tcase_add_test(tc, test_relisten_context_free);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("churn");
 	tcase_set_timeout(tc, 300);

@@ -991,6 +991,13 @@ START_TEST(test_conn_sockopts_api)
 						  .user_timeout_ms = 0x80000000u});
 	sockopt_refused(id, (struct iw_conn_opts){.comp_mask = IW_CONN_OPTS_RCVBUF,
 						  .rcvbuf = 0x40000000u});
+	sockopt_refused(id, (struct iw_conn_opts){.comp_mask = IW_CONN_OPTS_RELISTEN,
+						  .relisten_ms = IW_RELISTEN_MS_MAX + 1});
+	struct iw_conn_opts rl = {.comp_mask = IW_CONN_OPTS_RELISTEN,
+				  .relisten_ms = IW_RELISTEN_MS_MAX};
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &rl), 0);
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &o), 0);
+	ck_assert_uint_eq(o.relisten_ms, IW_RELISTEN_MS_MAX);
 	ck_assert_int_eq(iw_cm_destroy_id(id), 0);
 	ck_assert_int_eq(iw_cm_destroy_channel(ch), 0);
 	ck_assert_int_eq(iw_context_free(ctx), 0);

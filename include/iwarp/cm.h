@@ -249,6 +249,8 @@ int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
 #define IW_DIRECT_MIN_DEFAULT 2048
 #define IW_MAX_PENDING_DEFAULT 1024
 #define IW_REFUSED_REDIAL_MS 10 /* iw_conn_opts.refused_retry_ms: between dials */
+#define IW_RELISTEN_MS_MAX 60000 /* iw_conn_opts.relisten_ms at most */
+#define IW_RELISTEN_BACKLOG 16   /* connections a parked listening socket queues at most */
 
 /* Which fields of struct iw_conn_opts a call sets. */
 enum iw_conn_opts_mask {
@@ -261,6 +263,7 @@ enum iw_conn_opts_mask {
 	IW_CONN_OPTS_SNDBUF = 1 << 6,      /* sndbuf */
 	IW_CONN_OPTS_RCVBUF = 1 << 7,      /* rcvbuf */
 	IW_CONN_OPTS_REFUSED_RETRY = 1 << 8, /* refused_retry_ms */
+	IW_CONN_OPTS_RELISTEN = 1 << 9,      /* relisten_ms */
 };
 
 /* A connection's tuning: what libiwarp otherwise fixes at the defaults
@@ -323,6 +326,20 @@ struct iw_conn_opts {
 	 * whose address resolution takes that moment). 0, the default:
 	 * UNREACHABLE at the first refusal. */
 	uint32_t refused_retry_ms;
+	/* Listener: when it is destroyed, its listening socket stays open
+	 * this long, parked: nothing accepts, and the kernel queues at most
+	 * IW_RELISTEN_BACKLOG connections (at most the listener's backlog).
+	 * The next iw_cm_listen in the context on the same address and port
+	 * within that time takes the socket over, with the connections
+	 * queued meanwhile; one on the same port and another address closes
+	 * it first. Otherwise it is closed when the time is up, and the peers
+	 * it queued are reset (those the kernel refused at once before). For
+	 * servers that stop listening between two connections of one client
+	 * that does not retry a refusal (perftest 4.5 -R against rdma-core
+	 * clients). The port is busy for everyone else meanwhile (bind(2)
+	 * says EADDRINUSE). 0, the default: closed at once. At most
+	 * IW_RELISTEN_MS_MAX. */
+	uint32_t relisten_ms;
 };
 
 /*
@@ -337,6 +354,14 @@ struct iw_conn_opts {
  * the socket before connect(2), on each accepted socket, and again by
  * iw_cm_accept; a connection already up keeps what it had. Nothing is
  * changed when a field is out of range. Runs on the loop thread.
+ *
+ * Relisten: a listener's relisten_ms is read when it is destroyed
+ * (iw_cm_destroy_id): its listening socket then stays open, accepting
+ * nothing, that long, and the context's next iw_cm_listen on the same
+ * address and port takes it over with the connections the kernel queued
+ * meanwhile (at most IW_RELISTEN_BACKLOG); unclaimed, it is closed and
+ * they are reset. For servers that listen again on a port between two
+ * connections of a client that does not retry a refusal.
  *
  * Liveness: a peer that goes silent (host gone, cable pulled, packets
  * dropped: no FIN, no RST) is found by keepalive (keepalive_idle_s, then
@@ -355,7 +380,8 @@ struct iw_conn_opts {
  *   EINVAL  id or opts is NULL, comp_mask has an unknown bit, direct_min
  *           or max_pending is 0, keepalive_idle_s or keepalive_intvl_s is
  *           above 32767 or keepalive_cnt above 127, user_timeout_ms is
- *           above INT_MAX, or sndbuf or rcvbuf is above INT_MAX / 2.
+ *           above INT_MAX, sndbuf or rcvbuf is above INT_MAX / 2, or
+ *           relisten_ms is above IW_RELISTEN_MS_MAX.
  */
 int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts);
 /*

@@ -83,6 +83,7 @@ struct iw_conn_tune {
 	uint32_t user_timeout_ms; /* TCP_USER_TIMEOUT */
 	uint32_t sndbuf, rcvbuf;  /* SO_SNDBUF, SO_RCVBUF */
 	uint32_t refused_retry_ms; /* initiator: dial again after a refusal this long */
+	uint32_t relisten_ms;      /* listener: park its socket this long when destroyed */
 	/* Not an option: a polled connection's first read pause (lib/io), so
 	 * that a test can take the pause timer out of the picture. */
 	uint32_t poll_pause_ms;

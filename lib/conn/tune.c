@@ -19,7 +19,8 @@
 #define ALL_OPTS                                                                        \
 	(IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT | IW_CONN_OPTS_DIRECT_MIN |       \
 	 IW_CONN_OPTS_MAX_PENDING | IW_CONN_OPTS_KEEPALIVE | IW_CONN_OPTS_USER_TIMEOUT | \
-	 IW_CONN_OPTS_SNDBUF | IW_CONN_OPTS_RCVBUF | IW_CONN_OPTS_REFUSED_RETRY)
+	 IW_CONN_OPTS_SNDBUF | IW_CONN_OPTS_RCVBUF | IW_CONN_OPTS_REFUSED_RETRY |      \
+	 IW_CONN_OPTS_RELISTEN)
 
 void iw_conn_tune_default(struct iw_conn_tune *t)
 {
@@ -50,6 +51,8 @@ static bool opts_ok(const struct iw_conn_opts *o)
 	if ((m & IW_CONN_OPTS_KEEPALIVE) && !keepalive_ok(o))
 		return false;
 	if ((m & IW_CONN_OPTS_USER_TIMEOUT) && o->user_timeout_ms > (uint32_t)INT_MAX)
+		return false;
+	if ((m & IW_CONN_OPTS_RELISTEN) && o->relisten_ms > IW_RELISTEN_MS_MAX)
 		return false;
 	return !((m & IW_CONN_OPTS_SNDBUF) && o->sndbuf > BUF_MAX) &&
 	       !((m & IW_CONN_OPTS_RCVBUF) && o->rcvbuf > BUF_MAX);
@@ -82,6 +85,8 @@ int iw_conn_tune_set(struct iw_conn_tune *t, const struct iw_conn_opts *o)
 		t->rcvbuf = o->rcvbuf;
 	if (m & IW_CONN_OPTS_REFUSED_RETRY)
 		t->refused_retry_ms = o->refused_retry_ms;
+	if (m & IW_CONN_OPTS_RELISTEN)
+		t->relisten_ms = o->relisten_ms;
 	return 0;
 }
 
@@ -101,5 +106,6 @@ void iw_conn_tune_get(const struct iw_conn_tune *t, struct iw_conn_opts *o)
 		.sndbuf = t->sndbuf,
 		.rcvbuf = t->rcvbuf,
 		.refused_retry_ms = t->refused_retry_ms,
+		.relisten_ms = t->relisten_ms,
 	};
 }

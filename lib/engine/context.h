@@ -22,6 +22,7 @@ struct iw_trace; /* trace.c */
 struct iw_qp;
 
 struct iw_txq;
+struct iw_cm_parked; /* lib/io/cm_park.c */
 
 struct iw_context {
 	/* The application's allocator (NULL: libc's), a copy in alloc_ops. */
@@ -58,6 +59,9 @@ struct iw_context {
 	/* One drained transmit queue kept for the next QP that transmits
 	 * (qp_txq.c): idle QPs hold none. */
 	struct iw_txq *_Atomic txq_spare;
+	/* Listening sockets of destroyed listeners, kept for a while
+	 * (iw_conn_opts.relisten_ms; lib/io/cm_park.c), under lock. */
+	struct iw_cm_parked *parked;
 };
 
 /* One queued asynchronous event (heap). iw_get_async_event copies the event

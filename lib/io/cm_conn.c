@@ -925,25 +925,39 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	iw_ev_leave(ev);
 }
 
-int iw_cm_conn_listen(struct iw_cm_id_int *id)
+/* A socket listening on id's address: one parked there (cm_park.c), with
+ * the connections it queued, or a new one. 0 or an errno. */
+static int listen_sock(struct iw_cm_id_int *id, int *out)
 {
 	const struct sockaddr *a = (const struct sockaddr *)&id->pub.local_addr;
 	socklen_t al = a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						 : sizeof(struct sockaddr_in);
-	if (!id->lcount && !(id->lcount = iw_cm_lcount_new(id->pub.context->alloc)))
-		return ENOMEM;
-	id->lcount->listener = id; /* nobody else holds it yet */
-	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = iw_cm_unpark(id);
+	bool parked = fd >= 0; /* bound and listening already */
+	if (!parked)
+		fd = socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sock_bufs(fd, &id->conn.tune) || bind(fd, a, al) ||
+	if (sock_bufs(fd, &id->conn.tune) || (!parked && bind(fd, a, al)) ||
 	    listen(fd, id->backlog > 0 ? id->backlog : SOMAXCONN)) {
 		int e = errno;
 		close(fd);
 		return e;
 	}
+	*out = fd;
+	return 0;
+}
+
+int iw_cm_conn_listen(struct iw_cm_id_int *id)
+{
+	if (!id->lcount && !(id->lcount = iw_cm_lcount_new(id->pub.context->alloc)))
+		return ENOMEM;
+	id->lcount->listener = id; /* nobody else holds it yet */
+	int fd = -1, rc = listen_sock(id, &fd);
+	if (rc)
+		return rc;
 	id->fd = fd;
 	socklen_t l = sizeof(id->pub.local_addr);
 	getsockname(fd, (struct sockaddr *)&id->pub.local_addr, &l);
@@ -1087,6 +1101,9 @@ void iw_cm_conn_abort(struct iw_cm_id_int *id)
 		struct iw_cm_id_int *ch = id->children;
 		act(ch, iw_conn_abort(&ch->conn) | IW_CONN_EV_DROPPED);
 	}
+	/* A listener with relisten_ms leaves its socket parked for the next
+	 * listener on its address (cm_park.c). */
+	iw_cm_park(id);
 	iw_conn_abort(&id->conn);
 	close_fd(id, true);
 	iw_conn_closed(&id->conn);

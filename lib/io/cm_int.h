@@ -192,4 +192,16 @@ void iw_cm_spread_deliver(struct iw_cm_id_int *id, struct iw_cm_event *req);
  * name it. */
 void iw_cm_spread_forget(struct iw_cm_id_int *l);
 
+/* cm_park.c: listening sockets of destroyed listeners kept for
+ * iw_conn_opts.relisten_ms. Park l's socket (loop thread, l's events are
+ * freed and l->fd taken); false when l has no relisten_ms, is not
+ * listening, or memory ran out: then the caller closes it. */
+bool iw_cm_park(struct iw_cm_id_int *l);
+/* The socket parked on l's bound address and port (-1: none), now l's to
+ * listen on; sockets parked on that port with another address are closed
+ * (loop thread). */
+int iw_cm_unpark(struct iw_cm_id_int *l);
+/* iw_context_free, once no id is left: close every parked socket. */
+void iw_cm_park_cleanup(struct iw_context *ctx);
+
 #endif

@@ -210,6 +210,11 @@ int iw_ev_call(struct iw_ev *ev, int (*fn)(void *), void *arg)
 	return c.rc;
 }
 
+int iw_ev_call_final(struct iw_ev *ev, int (*fn)(void *), void *arg)
+{
+	return ev->own ? iw_ev_call(ev, fn, arg) : iw_ev_run_locked(ev, fn, arg);
+}
+
 static void *loop_main(void *arg)
 {
 	struct iw_ev *ev = arg;

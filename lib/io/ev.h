@@ -54,6 +54,10 @@ unsigned iw_ev_index(const struct iw_ev *ev);
 /* Run fn(arg) on the loop thread with the loop's lock held and return
  * its result. */
 int iw_ev_call(struct iw_ev *ev, int (*fn)(void *), void *arg);
+/* Teardown (iw_context_free): iw_ev_call on a loop of our own thread;
+ * on an application's base, fn runs on this thread, as the application
+ * no longer dispatches it then (iw_ev_free assumes the same). */
+int iw_ev_call_final(struct iw_ev *ev, int (*fn)(void *), void *arg);
 /* Run fn(arg) on the calling thread with the loop's lock held: for work
  * that touches no libevent object (allocating an id, attaching a QP). A
  * hop to the loop thread costs two thread switches, which were most of a

@@ -9,6 +9,7 @@
 
 #include "engine/context.h"
 #include "base/alloc.h"
+#include "io/cm_int.h"
 #include "io/ev.h"
 #include "io/loop_group.h"
 
@@ -134,6 +135,7 @@ int iw_ev_group_cleanup(struct iw_context *ctx)
 	for (unsigned i = 0; i < ctx->num_loops; i++)
 		if (iw_ev_ids(ctx->loops[i]))
 			return EBUSY;
+	iw_cm_park_cleanup(ctx);
 	free_loops(ctx);
 	return 0;
 }
