@@ -110,12 +110,27 @@ CV_EXPORT int rdma_bind_addr(struct rdma_cm_id *rid, struct sockaddr *addr)
 	return 0;
 }
 
+/* How long the socket of a destroyed listener waits for the next
+ * rdma_listen on its address and port (libiwarp's relisten_ms). perftest
+ * 4.5 -R destroys its first listener once the control connection is up,
+ * sleeps a second, exchanges versions over that connection and only then
+ * listens again on the same port, while its client connects as soon as
+ * the last handshake is in and does not dial again when refused (siw's
+ * rdma-core client crashed so when this end was late). Five seconds
+ * cover that second and a loaded machine; a port stays busy no longer
+ * once a process stops listening on it (until it exits, at most). */
+#define CM_RELISTEN_MS 5000
+
 CV_EXPORT int rdma_listen(struct rdma_cm_id *rid, int backlog)
 {
+	struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_RELISTEN, .relisten_ms = CM_RELISTEN_MS};
+
 	if (!rid)
 		return cm_ret(EINVAL);
 	struct cm_id *id = cm_of(rid);
-	int err = iw_cm_listen(id->iw, backlog);
+	int err = iw_cm_set_conn_opts(id->iw, &o);
+	if (!err)
+		err = iw_cm_listen(id->iw, backlog);
 	cm_port_release(id); /* the listener holds the port now (or failed) */
 	if (!err)
 		cm_sync_addrs(id);

@@ -10,7 +10,9 @@
 # second rdma_listen is 300 ms late (tests/slow_listen.c: perftest -R's
 # client connects again as soon as its handshake is done, and before
 # libiwarp dialled a refused connection again perftest crashed in its
-# retry); crossed with the native tools/iwarp-perf at 4096 octets: write,
+# retry), and ib_write_bw against such a server with a client that does
+# not dial again (tests/no_redial.c, as siw's rdma-core client: only the
+# server's parked listening socket, relisten_ms, lets it in); crossed with the native tools/iwarp-perf at 4096 octets: write,
 # read and send bandwidth in each role, write_lat and send_lat one role
 # each. COMPAT_PERFTEST_FULL=1 adds perftest's own sweep (-a: 2 ... 8 MiB)
 # for all six tools (minutes when loaded: about a second per size).
@@ -68,19 +70,31 @@ one ib_send_bw 65536 20
 for tool in ib_write_lat ib_read_lat ib_send_lat; do
 	one $tool 64 20
 done
+# wrap SHIM: a wrapper that runs its arguments with SHIM preloaded, after
+# whatever iwarp-run's caller preloads (the ASan runtime must come first
+# in a sanitizer build); its path on stdout.
+wrap() {
+	w=$(mktemp "${TMPDIR:-/tmp}/compat-shim.XXXXXX") || exit 1
+	printf '#!/bin/sh\nLD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}%s" exec "$@"\n' "$1" >"$w"
+	chmod +x "$w"
+	echo "$w"
+}
 SHIM=$B/tests/.libs/slow_listen.so
-if [ -e "$SHIM" ]; then
-	# Preloaded by the last exec, after whatever iwarp-run's caller
-	# preloads (the ASan runtime must come first in a sanitizer build).
-	late=$(mktemp "${TMPDIR:-/tmp}/slow-listen.XXXXXX") || exit 1
-	printf '#!/bin/sh\nLD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}%s" exec "$@"\n' "$SHIM" >"$late"
-	chmod +x "$late"
+NOREDIAL=$B/tests/.libs/no_redial.so
+if [ -e "$SHIM" ] && [ -e "$NOREDIAL" ]; then
+	late=$(wrap "$SHIM")
+	final=$(wrap "$NOREDIAL")
 	p=$(command -v ib_send_lat)
 	pair "ib_send_lat -R -s 64 -n 20, the server's second listen 300 ms late" 64 \
 		"$RUN" "$late" "$p" -R -s 64 -n 20 -- "$RUN" "$p" -R -s 64 -n 20
-	rm -f "$late"
+	# As siw's rdma-core client in scn-45: no second dial. The server's
+	# first listening socket, parked (relisten_ms), queues the connection.
+	p=$(command -v ib_write_bw)
+	pair "ib_write_bw -R -s 65536 -n 20, the server's second listen 300 ms late, a client that takes a refusal as final" 65536 \
+		"$RUN" "$late" "$p" -R -s 65536 -n 20 -- "$RUN" "$final" "$p" -R -s 65536 -n 20
+	rm -f "$late" "$final"
 else
-	echo "FAIL: $SHIM not built (make check builds it)"
+	echo "FAIL: $SHIM or $NOREDIAL not built (make check builds them)"
 	fail=1
 fi
 if [ "$full" = 1 ]; then

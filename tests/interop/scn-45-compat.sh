@@ -18,8 +18,9 @@
 # ib_write_bw -R (rdma_cm) at 65536 octets must end with exit 0 on both
 # ends and the client's result row for that size and count; perftest does
 # not check the data it writes, and its figures are not judged here (TCG).
-# The role with our ib_write_bw as the server SKIPs unless SCN45_BW_SERVER=1
-# (bw_host_server says why).
+# Our ib_write_bw serves twice: as it is, and with its second rdma_listen
+# held back 300 ms, so that siw's client always connects in between
+# (bw_host_server says why that matters).
 # Ports 18700-18749. About a minute under TCG.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -156,28 +157,38 @@ row_ok() { grep -Eq "^ *$2 +$3 +[0-9]" "$1" || echo "no result row for $2 octets
 
 BW=(ib_write_bw -R -F -s 65536 -n 100)
 
-# bw_host_server: iwarp-run ib_write_bw -R here, siw's client. Not in the
-# default run (SCN45_BW_SERVER=1 runs it): perftest 4.5's -R client makes
-# its second connection as soon as the first is done and does not retry a
-# refusal, and against our server, which listens again only then, the
-# guest's client was refused and crashed (exit 139, "Failed to connect
-# through RDMA CM. ERRNO: Connection refused"; interop run of 2026-11-25).
-# Both ends under iwarp-run pass (tests/compat_perftest.sh) because
-# libiwarp's rdma_connect dials a refused connection again.
+# bw_host_server [late]: iwarp-run ib_write_bw -R here, siw's client.
+# perftest 4.5's -R server destroys its first listener once the control
+# connection is up and listens again on the same port only after a last
+# handshake over it, while its client connects as soon as that handshake
+# is in and does not retry a refusal: a late server here once made siw's
+# client crash (exit 139, "Failed to connect through RDMA CM. ERRNO:
+# Connection refused"). The drop-in rdma_listen parks a destroyed
+# listener's socket for 5 s (libiwarp's relisten_ms), so the second
+# listener takes that connection from the kernel's queue instead. With
+# "late" our server has tests/slow_listen.c preloaded, which holds its
+# second rdma_listen back 300 ms: siw's client then always connects into
+# that gap.
 bw_host_server() {
-	local c=write_bw ro rg
-	if [ "${SCN45_BW_SERVER:-0}" != 1 ]; then
-		result "$SCN-$c" host-server SKIP "siw's perftest -R client does not retry its second connection, which our server refuses while it listens again (SCN45_BW_SERVER=1 runs it)"
-		return
+	local c=write_bw role=host-server ro rg pre=() shim=$IWI_BUILD/tests/.libs/slow_listen.so
+	if [ "${1:-}" = late ]; then
+		role=host-server-late
+		if [ ! -e "$shim" ]; then
+			result "$SCN-$c" "$role" FAIL "$shim not built (make check-interop builds it)"
+			return
+		fi
+		printf '#!/bin/sh\nLD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}%s" exec "$@"\n' "$shim" >"$D/late"
+		chmod +x "$D/late"
+		pre=("$D/late")
 	fi
 	next_port
-	if ! ours_serve "$D/$c-host-server.ours" "${BW[@]}" -p "$port"; then
-		verdict "$c" host-server 125 125 "iwarp-run ib_write_bw did not listen"
+	if ! ours_serve "$D/$c-$role.ours" "${pre[@]}" "${BW[@]}" -p "$port"; then
+		verdict "$c" "$role" 125 125 "iwarp-run ib_write_bw did not listen"
 		return
 	fi
-	guest_client "$D/$c-host-server.guest" "${BW[*]} -d siw1 -p $port $IWI_HOST_IP"
-	verdict "$c" host-server "$ro" "$rg" "$(row_ok "$D/$c-host-server.guest" 65536 100)" \
-		"siw's ib_write_bw -R client wrote 100 x 64 KiB"
+	guest_client "$D/$c-$role.guest" "${BW[*]} -d siw1 -p $port $IWI_HOST_IP"
+	verdict "$c" "$role" "$ro" "$rg" "$(row_ok "$D/$c-$role.guest" 65536 100)" \
+		"siw's ib_write_bw -R client wrote 100 x 64 KiB${pre:+ (our second listen 300 ms late)}"
 }
 
 # bw_host_client: siw's ib_write_bw -R server, iwarp-run client here.
@@ -203,6 +214,7 @@ rping_host_client 64 100
 rping_host_server 65535 20
 rping_host_client 65535 20
 bw_host_server
+bw_host_server late
 bw_host_client
 guest_healthy || result "$SCN" all FAIL "the guest kernel hit a BUG/oops"
 finish
