@@ -1767,6 +1767,47 @@ START_TEST(test_txq_spare)
 }
 END_TEST
 
+/* A writer that built and wrote everything has answered the TX event the
+ * post raised: the next locked step (a poller's receive batch) must not
+ * send the glue to build again for nothing, a transmit attempt per message
+ * received in a ping-pong. A new post raises the event again. */
+START_TEST(test_tx_event_answered)
+{
+	struct cfg g = {0};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *m = buf_new(&w, w.pd, 64, ACC_RW);
+	struct buf *r = buf_new(&w, w.pd, 128, ACC_RW);
+	post_recv_buf(B->qp, 100, r, 0, 64);
+	post_recv_buf(B->qp, 101, r, 64, 64);
+	ck_assert_int_eq(post_send_buf(A->qp, 1, IW_SEND_SIGNALED, m, 64), 0);
+	/* The posting thread writes, as iw_cm_conn_tx does. */
+	struct iovec iov[8];
+	int n = iw_qp_tx_iov(A->qp, iov, 8);
+	ck_assert_int_gt(n, 0);
+	uint8_t wire[512];
+	size_t len = 0;
+	for (int i = 0; i < n; i++) {
+		ck_assert_uint_le(len + iov[i].iov_len, sizeof(wire));
+		memcpy(wire + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	ck_assert_int_eq(iw_qp_tx_sent_iov(A->qp, len, iov, 8), 0);
+	ck_assert_uint_eq(iw_qp_take_events(A->qp) & IW_QPE_TX, 0);
+	feed(&w, B->qp, wire, len);
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(B->rcq, 100, IW_WC_SUCCESS, IW_WC_RECV);
+	ck_assert_int_eq(post_send_buf(A->qp, 2, IW_SEND_SIGNALED, m, 64), 0);
+	ck_assert_uint_ne(iw_qp_take_events(A->qp) & IW_QPE_TX, 0);
+	pump(&w);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_wc(B->rcq, 101, IW_WC_SUCCESS, IW_WC_RECV);
+	world_free(&w);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- wake-ups */
 
 /* The eventfd writes behind completions and events happen after the QP's,
@@ -3841,6 +3882,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_conn_lost, 0, 3);
 	tcase_add_test(tc, test_modify_err);
 	tcase_add_test(tc, test_txq_spare);
+	tcase_add_test(tc, test_tx_event_answered);
 	tcase_add_test(tc, test_signal_outside_locks);
 	tcase_add_test(tc, test_waiter_woken);
 	tcase_add_test(tc, test_term_none);

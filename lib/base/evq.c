@@ -85,29 +85,13 @@ static void count_add(int fd, uint64_t n)
 	(void)w;
 }
 
-/* Counts this thread owes, by fd, until its outermost scope ends. A thread
- * rarely owes more than a CQ channel and the async queue at once; past
- * DEFER_FDS distinct fds a push writes at once (still after q->lock). */
-#define DEFER_FDS 8
+_Thread_local struct iw_evq_defer iw_evq_defer_tls;
+#define defer iw_evq_defer_tls
 
-static _Thread_local struct {
-	unsigned depth, n;
-	struct {
-		int fd;
-		uint64_t count;
-	} owed[DEFER_FDS];
-} defer;
-
-void iw_evq_defer_begin(void)
+/* The outermost scope ended with counts owed (iw_evq_defer_end). n is
+ * re-read: a hook (tests) may not push, but be safe anyway. */
+void iw_evq_defer_flush(void)
 {
-	defer.depth++;
-}
-
-void iw_evq_defer_end(void)
-{
-	if (--defer.depth)
-		return;
-	/* n is re-read: a hook (tests) may not push, but be safe anyway. */
 	for (unsigned i = 0; i < defer.n; i++)
 		count_add(defer.owed[i].fd, defer.owed[i].count);
 	defer.n = 0;
@@ -124,7 +108,7 @@ static bool defer_count(int fd)
 			return true;
 		}
 	}
-	if (defer.n == DEFER_FDS)
+	if (defer.n == IW_EVQ_DEFER_FDS)
 		return false;
 	defer.owed[defer.n].fd = fd;
 	defer.owed[defer.n++].count = 1;

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct iw_evq_node {
 	struct iw_evq_node *next;
@@ -68,8 +69,35 @@ int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(st
  * thread, happens after those locks are released instead of under them.
  * Outside any scope a push writes the count itself, after q->lock.
  */
-void iw_evq_defer_begin(void);
-void iw_evq_defer_end(void);
+/* The counts this thread owes, by fd, until its outermost scope ends. A
+ * thread rarely owes more than a CQ channel and the async queue at once;
+ * past IW_EVQ_DEFER_FDS distinct fds a push writes at once (still after
+ * q->lock). */
+#define IW_EVQ_DEFER_FDS 8
+struct iw_evq_defer {
+	unsigned depth, n;
+	struct {
+		int fd;
+		uint64_t count;
+	} owed[IW_EVQ_DEFER_FDS];
+};
+/* Every engine lock round trip opens a scope, several per message posted
+ * or received: initial-exec TLS makes each one an %fs-relative increment
+ * instead of a __tls_get_addr call (the library is never dlopen'ed, and
+ * glibc keeps static TLS room for a small block even then). */
+extern _Thread_local struct iw_evq_defer iw_evq_defer_tls
+	__attribute__((tls_model("initial-exec")));
+/* Write the counts owed (the outermost scope ended). */
+void iw_evq_defer_flush(void);
+static inline void iw_evq_defer_begin(void)
+{
+	iw_evq_defer_tls.depth++;
+}
+static inline void iw_evq_defer_end(void)
+{
+	if (!--iw_evq_defer_tls.depth && iw_evq_defer_tls.n)
+		iw_evq_defer_flush();
+}
 /* Tests only: called just before each count is written to an fd, on the
  * writing thread (NULL: nothing). */
 extern void (*iw_evq_signal_hook)(int fd);

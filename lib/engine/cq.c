@@ -226,6 +226,18 @@ IW_EXPORT int iw_destroy_cq(struct iw_cq *cq)
 	return 0;
 }
 
+/* count and armed change under cq->lock, through these stores, so that a
+ * poller may look at them without it (take). */
+static void set_count(struct iw_cq *cq, uint32_t n)
+{
+	__atomic_store_n(&cq->count, n, __ATOMIC_RELEASE);
+}
+
+static void set_armed(struct iw_cq *cq, int armed)
+{
+	__atomic_store_n(&cq->armed, armed, __ATOMIC_RELAXED);
+}
+
 /* The caller holds cq->lock. Copies n entries from the head, in at most two
  * runs because the ring wraps. */
 static void ring_take(struct iw_cq *cq, struct iw_wc *out, uint32_t n)
@@ -237,7 +249,7 @@ static void ring_take(struct iw_cq *cq, struct iw_wc *out, uint32_t n)
 	memcpy(out, cq->ring + cq->head, first * sizeof(*out));
 	memcpy(out + first, cq->ring, (n - first) * sizeof(*out));
 	cq->head = (cq->head + n) % cq->cap;
-	cq->count -= n;
+	set_count(cq, cq->count - n);
 }
 
 /* The caller holds cq->lock and has checked that ring holds cq->count
@@ -251,7 +263,7 @@ static void ring_swap(struct iw_cq *cq, struct iw_wc **ring, uint32_t cap)
 	cq->ring = *ring;
 	cq->cap = cap;
 	cq->head = 0;
-	cq->count = n;
+	set_count(cq, n);
 	if (n < cap)
 		cq->overflow = false; /* room again: the overflow episode is over */
 	*ring = old;
@@ -286,9 +298,9 @@ IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
 		return EINVAL;
 	pthread_mutex_lock(&cq->lock);
 	if (!solicited_only)
-		cq->armed = IW_CQ_ARM_NEXT;
+		set_armed(cq, IW_CQ_ARM_NEXT);
 	else if (cq->armed != IW_CQ_ARM_NEXT)
-		cq->armed = IW_CQ_ARM_SOLICITED;
+		set_armed(cq, IW_CQ_ARM_SOLICITED);
 	pthread_mutex_unlock(&cq->lock);
 	/* A polling thread that arms is about to sleep on the channel: the
 	 * loop must read for it now, not when its pause ends. */
@@ -302,6 +314,13 @@ static int take(struct iw_cq *cq, int num_entries, struct iw_wc *wc, bool *armed
 {
 	uint32_t n;
 
+	/* An empty ring, the busy poller's usual find, costs no lock round
+	 * trip: a completion pushed meanwhile is taken by the next look, as
+	 * if it had come just after the lock. */
+	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
+		*armed = __atomic_load_n(&cq->armed, __ATOMIC_RELAXED) != IW_CQ_UNARMED;
+		return 0;
+	}
 	pthread_mutex_lock(&cq->lock);
 	n = cq->count < (uint32_t)num_entries ? cq->count : (uint32_t)num_entries;
 	if (n) {
@@ -367,9 +386,9 @@ static int push_locked(struct iw_cq *cq, const struct iw_wc *wc, bool solicited)
 	if (cq->count == cq->cap)
 		return overflowed(cq); /* unlocks */
 	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
-	cq->count++;
+	set_count(cq, cq->count + 1);
 	if (fires(cq, wc, solicited)) {
-		cq->armed = IW_CQ_UNARMED;
+		set_armed(cq, IW_CQ_UNARMED);
 		/* Lock order cq->lock then the channel's: queuing here keeps
 		 * the event ordered after the completion it announces. */
 		if (cq->channel)

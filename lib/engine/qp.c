@@ -172,7 +172,7 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 	qp->max_rd_atomic = qp->max_dest_rd_atomic = 16;
 	qp->term = IW_TERM_NONE;
 	pthread_mutex_init(&qp->lock, NULL);
-	qp->state = IW_QPS_RESET;
+	iw_qp_set_state(qp, IW_QPS_RESET);
 	qp->init_attr = *attr;
 	qp->init_attr.cap = qp->cap;
 	atomic_fetch_add(&pd->use, 1);
@@ -198,7 +198,7 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 	iw_qp_txq_discard_locked(qp);
 	qp->rx_direct_busy = false; /* no glue: nobody is receiving */
 	if (qp->state != IW_QPS_RESET) {
-		qp->state = IW_QPS_ERR;
+		iw_qp_set_state(qp, IW_QPS_ERR);
 		iw_qp_flush_locked(qp);
 	}
 	iw_qp_unlock(qp);
@@ -289,7 +289,7 @@ static int modify_locked(struct iw_qp *qp, struct iw_qp_attr *attr, int mask)
 		reset_locked(qp);
 	}
 	bool to_sqd = attr->qp_state == IW_QPS_SQD && qp->state != IW_QPS_SQD;
-	qp->state = attr->qp_state;
+	iw_qp_set_state(qp, attr->qp_state);
 	if (to_sqd) {
 		qp->sqd_pending = true;
 		iw_qp_check_drained_locked(qp);
@@ -491,7 +491,7 @@ void iw_qp_set_error_locked(struct iw_qp *qp)
 {
 	if (qp->state == IW_QPS_ERR)
 		return;
-	qp->state = IW_QPS_ERR;
+	iw_qp_set_state(qp, IW_QPS_ERR);
 	qp->events |= IW_QPE_ERROR;
 	/* The transmit queue may reference send WQE payload: flush the SQ
 	 * once it is written or discarded (iw_qp_tx_sent / iw_qp_conn_lost);
@@ -681,7 +681,7 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 	qp->connected = true;
 	qp->terminated = false;
 	qp->fault_crc_nth = 0; /* a fault is armed per connection */
-	qp->state = IW_QPS_RTS;
+	iw_qp_set_state(qp, IW_QPS_RTS);
 	iw_fpdu_tx_init(&qp->ftx, c->crc, c->markers_tx, 0);
 	iw_fpdu_rx_init(&qp->frx, c->crc, c->markers_rx, 0, 0, IW_QP_RX_FLAGS);
 	for (int i = 0; i < 4; i++)

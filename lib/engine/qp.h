@@ -266,6 +266,20 @@ static inline void iw_qp_unlock(struct iw_qp *qp)
 	iw_evq_defer_end();
 }
 
+/* qp->state is written under qp->lock, always through this store, so
+ * that a thread without the lock may read it with iw_qp_state_peek: the
+ * transmit path asks after every write whether the QP went to ERR, which
+ * cost a lock round trip per message. */
+static inline void iw_qp_set_state(struct iw_qp *qp, enum iw_qp_state s)
+{
+	__atomic_store_n(&qp->state, s, __ATOMIC_RELEASE);
+}
+
+static inline enum iw_qp_state iw_qp_state_peek(const struct iw_qp *qp)
+{
+	return __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+}
+
 /* Engine entry points (lib/engine/qp_*.c). All take qp->lock themselves unless
  * named _locked. */
 void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c);

@@ -9,12 +9,11 @@ static void link_poll(struct iw_qp *qp, struct iw_qp_status *st)
 	iw_qp_unlock(qp);
 }
 
+/* No lock: a hint to hand the connection to its owner, who looks again
+ * under the lock (qp.h, iw_qp_set_state). */
 static bool link_in_err(struct iw_qp *qp)
 {
-	iw_qp_lock(qp);
-	bool err = qp->state == IW_QPS_ERR;
-	iw_qp_unlock(qp);
-	return err;
+	return iw_qp_state_peek(qp) == IW_QPS_ERR;
 }
 
 static void link_set_err(struct iw_qp *qp)

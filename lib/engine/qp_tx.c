@@ -430,6 +430,13 @@ static int tx_iov_locked(struct iw_qp *qp, struct iovec *iov, int cap)
 	/* Nothing left to send: let the queue go (iw_txq_get). */
 	if (iw_txq_empty(qp->txq) && qp->txq && qp->txq->num_mark == qp->txq->first_mark)
 		iw_txq_put(qp);
+	/* The writer has just built everything that may go: the TX event a
+	 * post raised is answered, and a later step must not send the glue
+	 * to build again for nothing (a poller's tx attempt after every
+	 * receive of a ping-pong). Whatever lets more go later (a post, an
+	 * RTR, a Read Response, SQD left) raises it again. */
+	if (rc == 0 && n == 0 && cap > 0)
+		qp->events &= ~(unsigned)IW_QPE_TX;
 	return rc < 0 ? rc : n;
 }
 
