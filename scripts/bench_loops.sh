@@ -3,7 +3,7 @@
 #
 # usage: scripts/bench_loops.sh [-D SECONDS] [-r RUNS] [-t "send write"]
 #        [-s "4096 65536"] [-k "1 2 4"] [--poll | --no-poll] [--single]
-#        [--crc on|off]
+#        [--crc on|off] [-l LIST] [-x "MORE CLIENT OPTIONS"]
 #        (from the build directory; `make bench-loops` runs it)
 #
 # Aggregate throughput of a loop group (issue 13): iwarp-perf bandwidth
@@ -14,7 +14,8 @@
 # sides (--threads; --single: one thread for all, as before). --poll
 # (the default) makes those threads move the data themselves (libiwarp's
 # run-to-completion mode); --no-poll leaves the sending side's receiving
-# to its loop threads.
+# to its loop threads. -l chains LIST WRs per post on the sender (fewer,
+# larger writes: a cheaper sender); -x adds client options (e.g. "-t 512").
 #
 # Per row: the message rate (millions per second; the median of RUNS
 # runs, then min-max) on one loop and on two and their ratio; then where
@@ -39,6 +40,8 @@ KS="1 2 4"
 POLL=--poll
 THREADS=--threads
 CRC=on
+LIST=1
+MORE=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-D) SECS=$2; shift 2 ;;
@@ -49,6 +52,8 @@ while [ $# -gt 0 ]; do
 	--poll | --no-poll) POLL=$1; shift ;;
 	--single) THREADS=; shift ;;
 	--crc) CRC=$2; shift 2 ;;
+	-l) LIST=$2; shift 2 ;;
+	-x) MORE=$2; shift 2 ;;
 	-h | --help) sed -n '3,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench_loops: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
@@ -103,7 +108,7 @@ one() { # test size loops qps
 	fi
 	head -1 /proc/stat >"$TMP/stat0"
 	# shellcheck disable=SC2086
-	"$PERF" --test "$1" -s "$2" -q "$4" --loops "$3" $POLL $THREADS --crc "$CRC" -D "$SECS" \
+	"$PERF" --test "$1" -s "$2" -q "$4" --loops "$3" $POLL $THREADS --crc "$CRC" -l "$LIST" $MORE -D "$SECS" \
 		--json -p "$port" 127.0.0.1 >"$TMP/cli.json" 2>"$TMP/cli.err" ||
 		sed 's/^/bench_loops: client: /' "$TMP/cli.err" >&2
 	head -1 /proc/stat >"$TMP/stat1"
@@ -149,7 +154,7 @@ median() {
 		END {print v[int((NR + 1) / 2)], r[1] "-" r[NR]}'
 }
 
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (uptime), $(nproc) CPUs; iwarp-perf $POLL ${THREADS:---single} --crc $CRC -D $SECS, median of $RUNS runs"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (uptime), $(nproc) CPUs; iwarp-perf $POLL ${THREADS:---single} --crc $CRC -l $LIST $MORE -D $SECS, median of $RUNS runs"
 echo
 echo "| test | size | QPs/loop | 1 loop Mmsg/s (min-max) | 2 loops Mmsg/s (min-max) | 2/1 | cores 1 loop: client app+loops, server app+loops, machine | cores 2 loops | server Mmsg per server CPU-s, 1 loop / 2 loops |"
 echo "|---|---|---|---|---|---|---|---|---|"

@@ -172,6 +172,9 @@ $TO "$PERF" --loops 0 >/dev/null 2>&1
 pair "send --loops 2 -q 4 --threads" 1 --test send --loops 2 -q 4 --threads -s 4096 -n 300 --no-poll
 pair "write --loops 2 -q 2 --threads --poll" 1 --test write --loops 2 -q 2 --threads -s 65536 -n 200 --poll
 pair "send -b --loops 2 -q 4 --threads -D 0.3" 1 --test send -b --loops 2 -q 4 --threads -s 1024 -D 0.3 --poll
+# -l: chains of WRs per post; a count that is no multiple of the list.
+pair "send -l 8 -q 2" 1 --test send -l 8 -q 2 -s 4096 -n 301
+pair "write -l 16 --threads --loops 2 -q 2" 1 --test write -l 16 --threads --loops 2 -q 2 -s 1024 -n 301
 $TO "$PERF" --test send_lat --threads >/dev/null 2>&1
 [ $? -eq 2 ] && ok "--threads with a latency test is a usage error" || bad "--threads send_lat accepted"
 

@@ -40,6 +40,7 @@ enum perf_role { ROLE_LOOPBACK, ROLE_SERVER, ROLE_CLIENT, ROLE_IDLE, ROLE_CHURN 
 #define PERF_MAX_QPS 64
 #define PERF_MAX_INFLIGHT 1024 /* --test connect -q */
 #define PERF_MAX_DEPTH 8192
+#define PERF_MAX_POST_LIST 64
 
 struct perf_opts {
 	enum perf_test test;
@@ -62,6 +63,7 @@ struct perf_opts {
 	uint64_t churn;         /* --churn N cycles */
 	uint32_t loops;         /* --loops N: event loops per context (0: libiwarp's default) */
 	bool threads;           /* --threads: one application thread per loop drives its QPs */
+	uint32_t post_list;     /* -l: data WRs chained per iw_post_send (0: 1) */
 	double timeout;         /* seconds for connection setup and replies */
 };
 

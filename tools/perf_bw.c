@@ -93,7 +93,8 @@ static bool may_post(struct bw_run *b, uint32_t i, double now)
 	return true;
 }
 
-static int post_data(struct bw_run *b, uint32_t i)
+/* The next data WR of QP i into wr and sge, counted as posted. */
+static void next_wr(struct bw_run *b, uint32_t i, struct iw_send_wr *wr, struct iw_sge *sge)
 {
 	struct perf_sess *s = b->s;
 	struct bw_qp *q = &b->q[i];
@@ -102,18 +103,12 @@ static int post_data(struct bw_run *b, uint32_t i)
 	bool sig = q->scnt % b->cq_mod == b->cq_mod - 1 ||
 		   (!b->timed && q->scnt == b->iters - 1) ||
 		   (b->timed && perf_now() > b->deadline - 0.05);
-	struct iw_sge sge = {.addr = q->loc, .length = (uint32_t)b->size, .lkey = s->mr->lkey};
-	struct iw_send_wr wr = {.wr_id = (uint64_t)i << 48 | q->scnt, .sg_list = &sge,
-				.num_sge = 1, .opcode = opcode(s->o.test),
-				.send_flags = sig ? IW_SEND_SIGNALED : 0};
-	wr.wr.rdma.remote_addr = q->rem;
-	wr.wr.rdma.rkey = s->rem[i].rkey;
-	struct iw_send_wr *bad;
-	int rc = iw_post_send(s->ids[i]->qp, &wr, &bad);
-	if (rc) {
-		perf_err(s, "posting on QP %u: %s", i, strerror(rc));
-		return -1;
-	}
+	*sge = (struct iw_sge){.addr = q->loc, .length = (uint32_t)b->size, .lkey = s->mr->lkey};
+	*wr = (struct iw_send_wr){.wr_id = (uint64_t)i << 48 | q->scnt, .sg_list = sge,
+				  .num_sge = 1, .opcode = opcode(s->o.test),
+				  .send_flags = sig ? IW_SEND_SIGNALED : 0};
+	wr->wr.rdma.remote_addr = q->rem;
+	wr->wr.rdma.rkey = s->rem[i].rkey;
 	q->scnt++;
 	if (sig)
 		q->last_sig = q->scnt;
@@ -123,7 +118,29 @@ static int post_data(struct bw_run *b, uint32_t i)
 		q->loc = wrap ? base_l : q->loc + b->inc;
 		q->rem = wrap ? s->rem[i].vaddr : q->rem + b->inc;
 	}
-	return 0;
+}
+
+/* As many WRs as QP i may take, up to --post-list of them chained in one
+ * iw_post_send (perftest's -l): the library queues a chain under one lock
+ * and hands it to one writev, so a sender pays a system call per list,
+ * not per message. Returns how many, or -1. */
+static int post_data(struct bw_run *b, uint32_t i, double now)
+{
+	struct iw_send_wr wr[PERF_MAX_POST_LIST];
+	struct iw_sge sge[PERF_MAX_POST_LIST];
+	uint32_t n = 0, max = b->s->o.post_list ? b->s->o.post_list : 1;
+	for (; n < max && may_post(b, i, now); n++) {
+		next_wr(b, i, &wr[n], &sge[n]);
+		if (n)
+			wr[n - 1].next = &wr[n];
+	}
+	struct iw_send_wr *bad;
+	int rc = n ? iw_post_send(b->s->ids[i]->qp, wr, &bad) : 0;
+	if (rc) {
+		perf_err(b->s, "posting on QP %u: %s", i, strerror(rc));
+		return -1;
+	}
+	return (int)n;
 }
 
 /* The receiver's credit: how many receives it has seen on QP i. Inline, so
@@ -292,11 +309,9 @@ static bool credit_bound(struct bw_run *b, double now)
 static int step(struct bw_run *b, double now, bool *moved)
 {
 	for (uint32_t k = 0; b->tx && k < b->nq; k++)
-		while (may_post(b, b->qp[k], now)) {
-			if (post_data(b, b->qp[k]))
+		for (int n; (n = post_data(b, b->qp[k], now)) != 0; *moved = true)
+			if (n < 0)
 				return -1;
-			*moved = true;
-		}
 	if (poll_send(b, moved))
 		return -1;
 	if (b->rx && poll_recv(b, moved))

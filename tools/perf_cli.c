@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
 	"usage: iwarp-perf [--test T] [-s size] [-a [--max-size N]] [-n iters | -D seconds]\n"
-	"                  [-t tx_depth] [-r rx_depth] [-q qps] [-o reads] [-b]\n"
+	"                  [-t tx_depth] [-r rx_depth] [-q qps] [-o reads] [-b] [-l list]\n"
 	"                  [--crc on|off] [--markers] [--tcp] [--poll | --no-poll]\n"
 	"                  [--json] [--timeout s] [--loops N [--threads]]\n"
 	"                  [-p port] [--server | --loopback | server_address]\n"
@@ -47,6 +47,9 @@ static const char usage_text[] =
 	"  -q qps         connections (queue pairs) in parallel (bandwidth tests)\n"
 	"  -o reads       outstanding RDMA READs (IRD/ORD asked for; default 128)\n"
 	"  -b             bidirectional (bandwidth tests)\n"
+	"  -l list        (bandwidth tests) post up to this many WRs chained in one call,\n"
+	"                 1 to 64 (perftest's --post_list; default 1): fewer, larger\n"
+	"                 writes to the socket (not passed to the server)\n"
 	"  -p port        the server's port (default 18515)\n"
 	"  --crc on|off   ask for the MPA CRC on the data connections (default on)\n"
 	"  --markers      ask for MPA markers on the data connections\n"
@@ -208,6 +211,11 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 		o->port = (uint16_t)u;
 		return 0;
 	case 'b': o->bidir = true; return 0;
+	case 'l':
+		if (whole(arg, 1, PERF_MAX_POST_LIST, &u))
+			return bad("-l %s: from 1 to 64", arg);
+		o->post_list = (uint32_t)u;
+		return 0;
 	case 'R': return 0; /* perftest's rdma_cm switch: always on here */
 	/* perftest's -F (do not fail on CPU frequency warnings) and -d (the
 	 * RDMA device): nothing to do here, taken so that the same command
@@ -324,6 +332,8 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 		{"no-poll", no_argument, NULL, O_NOPOLL},
 		{"loops", required_argument, NULL, O_LOOPS},
 		{"threads", no_argument, NULL, O_THREADS},
+		{"post_list", required_argument, NULL, 'l'},
+		{"post-list", required_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -332,7 +342,7 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 	struct given g = {0};
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:an:D:t:r:q:o:bp:RFd:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:an:D:t:r:q:o:bl:p:RFd:h", lo, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(usage_text, stdout);
 			return -1;
