@@ -97,7 +97,7 @@ for args in "" "--bogus $T/x.pcap" "--crc maybe $T/x.pcap" "--markers sideways $
 	"--fault field:1:dv=9 --replay initiator --peer 127.0.0.1:9 $T/x.pcap" \
 	"--replay initiator $T/x.pcap" "--replay responder --peer 127.0.0.1:9 $T/x.pcap" \
 	"--peer 127.0.0.1:9 $T/x.pcap" "--conn 0 $T/x.pcap" "--split 0 --replay initiator --peer 1:1 $T/x.pcap" \
-	"$T/x.pcap $T/bad.pcap"; do
+	"$T/x.pcap $T/bad.pcap" "--payload $T/x.pcap"; do
 	# shellcheck disable=SC2086 # the argument lists are split on purpose
 	rp $args >"$T/out" 2>"$T/err"; RC=$?
 	check "usage error exit 2: '$args'" st 2
@@ -128,6 +128,15 @@ check "xcheck capture: 55 FPDUs" test "$(js count "$T/x.json" fpdu)" -eq 55
 check "xcheck capture: every CRC good" test "$(grep -c '"crc_ok":true' "$T/x.json")" -eq 55
 check "xcheck capture: 4 MPA frames" test "$(js count "$T/x.json" mpa)" -eq 4
 check "xcheck capture: 4 TERMINATEs" test "$(js summary "$T/x.json" terminates)" -eq 4
+# --payload: the octets gen_xcheck_pcap sent (its pattern, octet i = i*31+7)
+# in STag 0x100's 64-octet Write and STag 0x300's 2000-octet Read Response
+# from pattern[5], however the FPDUs cut them.
+rp --json --payload "$T/x.pcap" >"$T/xp.json"; RC=$?
+check "--payload: exit 0" st 0
+xpat() { "$PY" -c "import sys; print(bytes((i*31+7)&255 for i in range($1, $1+$2)).hex())"; }
+check "--payload: the 64-octet Write" test "$(js payload "$T/xp.json" 256)" = "$(xpat 0 64)"
+check "--payload: the 2000-octet Read Response" test "$(js payload "$T/xp.json" 768)" = "$(xpat 5 2000)"
+check "--payload: every FPDU's payload_len octets" js payload_lens "$T/xp.json"
 rp "$T/x.pcap" >"$T/x.txt"; RC=$?
 check "xcheck capture: text output" st 0
 check "xcheck capture: TERMINATE named" has '"DDP untagged buffer: invalid MSN, no buffer available"' "$T/x.txt"

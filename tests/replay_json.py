@@ -10,6 +10,10 @@
     replay_json.py span FILE           FPDUs that began in an earlier frame
     replay_json.py terms FILE DIR      the TERMINATE codes of a direction
     replay_json.py field FILE N EXPR   EXPR (Python, record as r) of fpdu line N
+    replay_json.py payload FILE STAG   (--payload) the first connection's tagged
+                                       FPDUs to STAG, payloads in TO order, hex
+    replay_json.py payload_lens FILE   (--payload) every FPDU has a payload of
+                                       payload_len octets
 """
 import json
 import sys
@@ -51,6 +55,17 @@ def main():
     elif cmd == "field":
         r = [x for x in recs if x["type"] == "fpdu"][int(sys.argv[3])]
         print(eval(sys.argv[4], {}, {"r": r}))
+    elif cmd == "payload":
+        stag = int(sys.argv[3], 0)
+        segs = sorted((int(r["ddp"]["to"], 16), r["payload"]) for r in recs
+                      if r["type"] == "fpdu" and r.get("conn") == 1
+                      and r["ddp"].get("stag") == stag)
+        print("".join(p for _, p in segs))
+    elif cmd == "payload_lens":
+        bad = [r for r in recs if r["type"] == "fpdu"
+               and len(r.get("payload", "x")) != 2 * r["payload_len"]]
+        print("%d FPDUs without payload_len octets" % len(bad))
+        sys.exit(1 if bad else 0)
     else:
         sys.exit(__doc__)
 

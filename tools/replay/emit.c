@@ -15,6 +15,7 @@ static struct rp_stats stats;
 void rp_emit_init(const struct rp_opts *o)
 {
 	out = o->json ? &rp_json_ops : &rp_print_ops;
+	rp_json_payload = o->payload;
 	quiet = o->quiet;
 	check = o->check;
 	fail_on_term = o->fail_on_term;

@@ -37,6 +37,8 @@ struct rp_out_ops {
 	void (*summary)(const struct rp_stats *s, bool check, bool fail_on_term);
 };
 extern const struct rp_out_ops rp_print_ops, rp_json_ops;
+/* json.c prints each FPDU's payload octets (--payload). */
+extern bool rp_json_payload;
 /* The human summary (summary.c). */
 void rp_print_summary(const struct rp_stats *s, bool check, bool fail_on_term);
 

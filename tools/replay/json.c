@@ -14,6 +14,8 @@
 #include "emit.h"
 #include "util.h"
 
+bool rp_json_payload;
+
 /* ------------------------------------------------------------ writer */
 
 struct jw {
@@ -357,6 +359,8 @@ static void fpdu(const struct rp_origin *o, const struct rp_fpdu *f)
 	ddp_obj(&w, &f->u);
 	rdmap_objs(&w, &f->u);
 	jnum(&w, "payload_len", f->u.payload_len);
+	if (rp_json_payload && f->ulpdu)
+		jbytes(&w, "payload", f->ulpdu + f->u.hdr_len, f->u.payload_len);
 	rp_fpdu_problems(f, why, sizeof(why));
 	jbool(&w, "ok", !why[0]);
 	if (why[0]) {

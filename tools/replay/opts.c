@@ -19,6 +19,7 @@ static const char usage_text[] =
 	"\n"
 	"Decoding:\n"
 	"  -j, --json                 JSON Lines output instead of text\n"
+	"      --payload              with --json: each FPDU's payload octets, in hex\n"
 	"  -c, --check                exit 1 if any protocol error was found\n"
 	"  -q, --quiet                only problems, TERMINATEs and the summary\n"
 	"      --no-summary           no summary at the end\n"
@@ -64,6 +65,7 @@ enum {
 	O_NO_SUMMARY = 256, O_CONN, O_CRC, O_MARKERS, O_MARKERS_I, O_MARKERS_R, O_STREAM_OFF,
 	O_RESP_PORT, O_SIW, O_FAIL_TERM, O_REPLAY, O_PEER, O_LISTEN, O_MAP, O_TO_OFF, O_PACE,
 	O_NO_WAIT, O_FAULT, O_SPLIT, O_TIMEOUT, O_LINGER, O_REV, O_IRD, O_ORD, O_RTR, O_PD,
+	O_PAYLOAD,
 };
 
 static const struct option long_opts[] = {
@@ -73,6 +75,7 @@ static const struct option long_opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{"no-summary", no_argument, NULL, O_NO_SUMMARY},
+	{"payload", no_argument, NULL, O_PAYLOAD},
 	{"conn", required_argument, NULL, O_CONN},
 	{"crc", required_argument, NULL, O_CRC},
 	{"markers", required_argument, NULL, O_MARKERS},
@@ -358,6 +361,8 @@ static int one(struct rp_opts *o, int c, const char *arg)
 		return set_flag(&o->check);
 	case 'q':
 		return set_flag(&o->quiet);
+	case O_PAYLOAD:
+		return set_flag(&o->payload);
 	case O_NO_SUMMARY:
 		o->summary = false;
 		return 0;
@@ -409,6 +414,8 @@ static int consistent(const struct rp_opts *o)
 			 o->split || o->mpa_rev || o->ird >= 0 || o->ord >= 0 || o->rtr >= 0 ||
 			 o->pd_len >= 0 || o->no_wait;
 
+	if (o->payload && !o->json)
+		return bad("--payload needs --json");
 	if (!o->replay && live_opts)
 		return bad("--peer, --listen, --map-stag, --to-offset, --fault, --split and the MPA "
 			   "overrides need --replay");

@@ -52,6 +52,7 @@ struct rp_stag_map {
 struct rp_opts {
 	const char *path;
 	bool json, check, quiet, summary, fail_on_term;
+	bool payload;           /* --json: each FPDU's payload octets too */
 	unsigned conn;          /* 0: every connection (decode) / the first iWARP one (replay) */
 	int crc;                /* enum rp_tri: CRC forced on or off */
 	int markers[2];         /* enum rp_tri, by sender role */
