@@ -2038,6 +2038,83 @@ START_TEST(test_close_outstanding)
 }
 END_TEST
 
+/* fio's client: its last Write and Send complete, it disconnects and at
+ * once destroys its id, while the server has not read them yet (its loop
+ * is paused; its receive buffer is small, so most of the Write still waits
+ * in the client's kernel). The server still gets every octet, then a clean
+ * DISCONNECTED: destroying an id whose FIN is out closes its socket
+ * plainly, as iw_cm lets a closing connection finish, where a reset would
+ * have dropped what the client's kernel still held for the server. */
+START_TEST(test_close_destroy_after_disconnect)
+{
+	const uint32_t len = 256 * 1024;
+	struct lb_runner r;
+	runner_start(&r, 1);
+	struct lb_env e;
+	env_init(&e, r.ctx[0], NULL);
+	struct iw_conn_opts so = {.comp_mask = IW_CONN_OPTS_RCVBUF, .rcvbuf = 4096};
+	ck_assert_int_eq(iw_cm_set_conn_opts(e.listen, &so), 0);
+	struct lb_conn c = {0}, s = {0};
+	struct iw_cm_id *cid;
+	ck_assert_int_eq(iw_cm_create_id(e.cli.cm, &cid, &c), 0);
+	struct iw_conn_opts co = {.comp_mask = IW_CONN_OPTS_SNDBUF, .sndbuf = 4 * MIB};
+	ck_assert_int_eq(iw_cm_set_conn_opts(cid, &co), 0);
+	conn_qp(&c, &e.cli, cid, NULL, NULL, NULL, NULL);
+	struct iw_conn_param cp = {.responder_resources = 16, .initiator_depth = 16};
+	ck_assert_int_eq(iw_cm_connect(cid, (struct sockaddr *)&e.addr, &cp), 0);
+	static const struct lb_spec dflt;
+	pair_take_request(&e, &dflt, &s);
+	pair_accept(&dflt, &s);
+	pair_established(&e, &c, &s);
+
+	struct lb_buf cb, sb, cm, sm;
+	buf_init(&cb, e.cli.pd, len);
+	buf_init(&sb, e.srv.pd, len);
+	buf_init(&cm, e.cli.pd, MSG_LEN);
+	buf_init(&sm, e.srv.pd, MSG_LEN);
+	for (uint32_t i = 0; i < len; i++)
+		cb.p[i] = (uint8_t)(i * 151 + 89);
+	memcpy(cm.p, "the last message", 16);
+	ck_assert_int_eq(post_recv1(s.qp, 7, sm.p, MSG_LEN, sm.mr->lkey), 0);
+
+	runner_pause(&r);
+	ck_assert_int_eq(post_send1(c.qp, 1, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, cb.p, len,
+				    cb.mr->lkey, (uintptr_t)sb.p, sb.mr->rkey, 0),
+			 0);
+	ck_assert_int_eq(post_send1(c.qp, 2, IW_WR_SEND, IW_SEND_SIGNALED, cm.p, 16, cm.mr->lkey,
+				    0, 0, 0),
+			 0);
+	struct iw_wc wc[2];
+	wc_wait(c.scq, e.cli.cc, wc, 2, "client's Write and Send");
+	wc_check(&wc[0], 1, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, "client's Write");
+	wc_check(&wc[1], 2, IW_WC_SUCCESS, IW_WC_SEND, "client's Send");
+	ck_assert_int_eq(iw_cm_disconnect(c.id), 0);
+	ck_assert_int_eq(iw_cm_destroy_id(c.id), 0);
+	c.id = NULL;
+	c.qp = NULL;
+	runner_resume(&r);
+
+	wc_wait(s.rcq, e.srv.cc, wc, 1, "server's receive");
+	wc_check(&wc[0], 7, IW_WC_SUCCESS, IW_WC_RECV, "server's receive");
+	ck_assert_uint_eq(wc[0].byte_len, 16);
+	ck_assert_mem_eq(sm.p, "the last message", 16);
+	ck_assert_mem_eq(sb.p, cb.p, len);
+	struct lb_ev ev;
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_ptr_eq(ev.id, s.id);
+	ck_assert_int_eq(ev.status, 0);
+
+	conn_fini(&c);
+	conn_fini(&s);
+	buf_fini(&cb);
+	buf_fini(&sb);
+	buf_fini(&cm);
+	buf_fini(&sm);
+	env_fini(&e);
+	runner_stop(&r);
+}
+END_TEST
+
 /* The server closes gracefully with receives posted on both sides and data
  * that was sent before the close still arriving. */
 START_TEST(test_close_graceful_server)
@@ -3640,6 +3717,7 @@ Suite *suite_loopback(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_close_outstanding, 0, 2);
 	tcase_add_test(tc, test_close_graceful_server);
+	tcase_add_test(tc, test_close_destroy_after_disconnect);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("event_base");

@@ -178,6 +178,12 @@ static inline bool iw_conn_close_abortive(const struct iw_conn *c)
 {
 	return c->close_abortive;
 }
+/* A graceful disconnect has written everything and its FIN: every octet
+ * of every completed WR is in the kernel's send queue. */
+static inline bool iw_conn_fin_sent(const struct iw_conn *c)
+{
+	return c->state == IW_CONN_FIN_SENT;
+}
 
 /* Receive. Before reading, iw_conn_rx_plan says where: up to the returned
  * number of octets straight to *dst (0: none), and at most *cap octets

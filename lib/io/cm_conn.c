@@ -206,6 +206,17 @@ static void free_event(struct event **ev)
 	}
 }
 
+/* Read and drop what the peer sent that nobody will read now: closing a
+ * socket with unread octets makes the kernel reset the connection, which
+ * discards our own octets still queued for the peer. Bounded: a peer that
+ * keeps sending gets the reset. */
+static void drain_rx(int fd)
+{
+	char buf[4096];
+	for (int i = 0; i < 256 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++)
+		;
+}
+
 static void close_fd(struct iw_cm_id_int *id, bool abortive)
 {
 	iw_cm_conn_unhook(id);
@@ -230,6 +241,8 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 			/* RST instead of FIN: the peer learns at once. */
 			struct linger l = {.l_onoff = 1, .l_linger = 0};
 			setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+		} else {
+			drain_rx(fd);
 		}
 		close(fd);
 		iw_trace_conn_end(tc, abortive);
@@ -1094,6 +1107,12 @@ int iw_cm_conn_disconnect(struct iw_cm_id_int *id)
 	return 0;
 }
 
+/* The id or its QP is destroyed. After a graceful disconnect whose FIN is
+ * out, the socket is closed plainly: TCP still delivers the octets of the
+ * WRs that completed (as the kernel's iw_cm lets a closing connection
+ * finish when its id is destroyed), where a reset would drop those the
+ * peer had not yet taken in (fio's client disconnects and destroys right
+ * after its last completion). Any other connection is reset. */
 void iw_cm_conn_abort(struct iw_cm_id_int *id)
 {
 	/* A listener takes the connections nobody has seen yet with it. */
@@ -1104,7 +1123,8 @@ void iw_cm_conn_abort(struct iw_cm_id_int *id)
 	/* A listener with relisten_ms leaves its socket parked for the next
 	 * listener on its address (cm_park.c). */
 	iw_cm_park(id);
+	bool fin_out = iw_conn_fin_sent(&id->conn);
 	iw_conn_abort(&id->conn);
-	close_fd(id, true);
+	close_fd(id, !fin_out);
 	iw_conn_closed(&id->conn);
 }
