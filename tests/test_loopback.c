@@ -3164,6 +3164,59 @@ START_TEST(test_poll_handback)
 }
 END_TEST
 
+/* A thread that polls a CQ only for the completions of its own Writes
+ * (no receive posted, no Read outstanding: nothing arriving can complete
+ * into it) does not keep the loop off the socket, so a Write that lands
+ * after it stopped polling is placed at once, as ib_write_lat (which then
+ * watches its memory) needs. Before, the poll kept the loop paused for
+ * poll_pause_ms (made an hour here) and the Write never landed. */
+START_TEST(test_poll_send_cq_no_claim)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	pair_connect(&e, NULL, &c, &s);
+	struct lb_end ce, se;
+	end_init(&ce, &c, 4096, "client");
+	end_init(&se, &s, 4096, "server");
+	struct iw_cm_id_int *sid = iw_cm_id_int(s.id);
+	sid->conn.tune.poll_pause_ms = 3600 * 1000;
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(s.scq, 1, &wc), 0); /* reads, claims nothing */
+	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 0);
+	uint8_t *dst = se.data.p + PAD;
+	memset(dst, 0, 256);
+	pat_fill(ce.data.p, 256, 6);
+	ce.data.p[255] = 0xA5;
+	ck_assert_int_eq(post_send1(c.qp, 21, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, ce.data.p, 256,
+				    ce.data.mr->lkey, (uintptr_t)dst, se.data.mr->rkey, 0),
+			 0);
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (((volatile uint8_t *)dst)[255] != 0xA5)
+		ck_assert_msg(now_ms() < dl, "the Write waited for a poller that had stopped");
+	check_data(dst, ce.data.p, 256, "Write placed by the loop");
+	ck_assert(!atomic_load(&sid->rd_paused));
+	wc_spin(c.scq, &wc, 1, "Write");
+	wc_check(&wc, 21, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, "Write");
+	/* With a receive posted the receive CQ's poller does claim it. */
+	ck_assert_int_eq(post_recv1(s.qp, 22, se.data.p + 512, 64, se.data.mr->lkey), 0);
+	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 0);
+	ck_assert_int_eq(post_send1(c.qp, 23, IW_WR_SEND, IW_SEND_SIGNALED, ce.data.p, 64,
+				    ce.data.mr->lkey, 0, 0, 0),
+			 0);
+	while (!atomic_load(&sid->rd_paused))
+		ck_assert_msg(now_ms() < dl, "the loop never left the socket to the poller");
+	wc_spin(s.rcq, &wc, 1, "Send");
+	wc_check(&wc, 22, IW_WC_SUCCESS, IW_WC_RECV, "Send");
+	wc_spin(c.scq, &wc, 1, "Send");
+	conn_fini(&c);
+	conn_fini(&s);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+}
+END_TEST
+
 /* While pollers stay, the loop looks again less and less often. */
 START_TEST(test_poll_pause_backoff)
 {
@@ -3801,6 +3854,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_threads_shared_qp);
 	tcase_add_test(tc, test_poll_loop_paused);
 	tcase_add_test(tc, test_poll_handback);
+	tcase_add_test(tc, test_poll_send_cq_no_claim);
 	tcase_add_test(tc, test_poll_pause_backoff);
 	tcase_add_test(tc, test_poll_race);
 	tcase_add_loop_test(tc, test_poll_teardown, 0, 2);

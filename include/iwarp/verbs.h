@@ -272,7 +272,13 @@ int iw_context_free(struct iw_context *ctx);
  * completion channel (iw_req_notify_cq) hands the CQ's connections back
  * to the loop at once; one that stops polling without arming finds the
  * loop reading for it again within 1 to 16 ms (the loop looks less often
- * the longer pollers stay). Any number of threads may poll at once; a
+ * the longer pollers stay). Polling a CQ keeps the loop off only the
+ * connections whose arriving octets can complete work into it (a receive
+ * posted, or an SRQ, for a receive CQ; a Read or atomic response, or a
+ * LOCAL_INV waiting for placements, for a send CQ): a thread that polls
+ * only for its Writes' and Sends' completions, then watches its memory for
+ * the peer's Write, leaves that Write to the loop, which places it at
+ * once. Any number of threads may poll at once; a
  * connection another thread is reading is skipped, not waited for. In a
  * context without IW_CONTEXT_POLL this does nothing.
  *

@@ -346,10 +346,17 @@ IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 	if (n == num_entries || !ctx->poll_mode || !ctx->progress)
 		return n;
 	/* Through an armed CQ the thread is checking once more before it
-	 * sleeps (iw_req_notify_cq handed its connections back). */
-	unsigned (*fn)(struct iw_qp *) = armed && ctx->progress_armed ? ctx->progress_armed
-								 : ctx->progress;
-	if (!iw_poll_set_run(&cq->poll, fn))
+	 * sleeps (iw_req_notify_cq handed its connections back); otherwise it
+	 * keeps the loop off only the connections whose octets it waits for
+	 * (iw_qp_rx_feeds). */
+	unsigned got;
+	if (!ctx->progress_armed)
+		got = iw_poll_set_run(&cq->poll, ctx->progress);
+	else if (armed)
+		got = iw_poll_set_run(&cq->poll, ctx->progress_armed);
+	else
+		got = iw_poll_set_run_cq(&cq->poll, cq, ctx->progress, ctx->progress_armed);
+	if (!got)
 		return n;
 	return n + take(cq, num_entries - n, wc + n, &armed);
 }

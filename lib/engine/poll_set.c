@@ -77,7 +77,29 @@ unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp)
 	return got;
 }
 
+unsigned iw_poll_set_run_cq(struct iw_poll_set *s, const struct iw_cq *cq,
+			    unsigned (*claim)(struct iw_qp *qp), unsigned (*visit)(struct iw_qp *qp))
+{
+	unsigned got = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	for (uint32_t i = 0; i < s->n; i++) {
+		struct iw_qp *qp = s->qps[i];
+		got += (iw_qp_rx_feeds(qp, cq) ? claim : visit)(qp);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return got;
+}
+
 /* ------------------------------------------------------------ QPs */
+
+#define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+bool iw_qp_rx_feeds(const struct iw_qp *qp, const struct iw_cq *cq)
+{
+	if (cq == qp->recv_cq && (qp->srq || PEEK(qp->rq_tail) != PEEK(qp->rq_head)))
+		return true;
+	return cq == qp->send_cq && (PEEK(qp->orq_cnt) || PEEK(qp->inv_wait));
+}
 
 static struct iw_poll_set *qp_sets(struct iw_qp *qp, struct iw_poll_set **v)
 {

@@ -15,9 +15,11 @@
 #define IW_POLL_SET_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct iw_qp;
+struct iw_cq;
 
 struct iw_poll_set {
 	const struct iw_alloc_ops *alloc; /* the context's (set after init) */
@@ -34,6 +36,19 @@ int iw_poll_set_add(struct iw_poll_set *s, struct iw_qp *qp);
 void iw_poll_set_del(struct iw_poll_set *s, struct iw_qp *qp);
 /* fn(qp) for each QP under the read lock; the sum of what it returned. */
 unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp));
+/* The same for a CQ's set: claim(qp) for the QPs whose arriving octets
+ * can complete work into cq (iw_qp_rx_feeds), visit(qp) for the others. */
+unsigned iw_poll_set_run_cq(struct iw_poll_set *s, const struct iw_cq *cq,
+			    unsigned (*claim)(struct iw_qp *qp), unsigned (*visit)(struct iw_qp *qp));
+/* Can what arrives on qp's connection complete a work request into cq
+ * now: a receive posted (or an SRQ) when cq is the receive CQ, Read or
+ * atomic responses or a LOCAL_INV awaited when it is the send CQ? A
+ * thread that polls cq only for its Writes' and Sends' completions (which
+ * the sending completes) is not waiting for the socket, and may stop
+ * polling as soon as it has them: a Write that lands later must not wait
+ * for a loop that the poll kept off. Read without the QP's lock: a stale
+ * answer costs a loop wake-up or one pause, never a lost octet. */
+bool iw_qp_rx_feeds(const struct iw_qp *qp, const struct iw_cq *cq);
 
 /* A QP of a polling context enters its context's and CQs' sets when it is
  * created and leaves them when destroyed (0 or ENOMEM). */
