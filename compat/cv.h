@@ -5,7 +5,8 @@
  * The objects an application sees (struct ibv_context, ibv_pd, ibv_cq ...)
  * are rdma-core's own structs, each the first member of a wrapper that
  * holds the libiwarp object behind it. Every ibv_context of the process
- * shares one iw_context (one loop thread): a PD allocated on the context
+ * shares one iw_context (polling mode unless IWARP_POLL=0, IWARP_LOOPS loop
+ * threads; compat/ibv_device.c): a PD allocated on the context
  * ibv_open_device returned can then carry a QP that librdmacm makes on a
  * CM id, as applications expect when they mix the two.
  *

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +26,52 @@ static pthread_mutex_t cv_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iw_context *cv_iw;
 static int cv_refs;
 
+/* IWARP_LOOPS: a number of loop threads, 1 to 1024 (0: unset). */
+static int cv_env_loops(uint32_t *n)
+{
+	const char *v = getenv("IWARP_LOOPS");
+	*n = 0;
+	if (!v || !*v)
+		return 0;
+	char *end;
+	unsigned long l = strtoul(v, &end, 10);
+	if (*end || l < 1 || l > 1024 || v[0] == '-') {
+		fprintf(stderr, "libibverbs (libiwarp): IWARP_LOOPS=%s: not a number of loops (1 to 1024)\n", v);
+		return EINVAL;
+	}
+	*n = (uint32_t)l;
+	return 0;
+}
+
+/* Hardware completes work while the application busy-polls ibv_poll_cq,
+ * and perftest, qperf or SPDK do poll without pause: in run-to-completion
+ * mode (IW_CONTEXT_POLL) the polling thread receives for its CQs itself,
+ * instead of waiting for the loop thread to be scheduled (on a machine
+ * with few cores that thread competes with the poller). Applications that
+ * sleep on completion channels are served by the loop as before: arming
+ * a CQ hands its connections back at once. IWARP_POLL=0 leaves all
+ * receiving to the loop threads. */
+static struct iw_context *cv_iw_new(void)
+{
+	const char *poll = getenv("IWARP_POLL");
+	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_FLAGS};
+	if (!poll || strcmp(poll, "0") != 0)
+		a.flags = IW_CONTEXT_POLL;
+	int err = cv_env_loops(&a.num_loops);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	if (a.num_loops)
+		a.comp_mask |= IW_CONTEXT_ATTR_LOOPS;
+	return iw_context_new(&a);
+}
+
 static struct iw_context *cv_iw_get(void)
 {
 	pthread_mutex_lock(&cv_lock);
 	if (!cv_iw)
-		cv_iw = iw_context_new(NULL);
+		cv_iw = cv_iw_new();
 	if (cv_iw)
 		cv_refs++;
 	struct iw_context *iw = cv_iw;

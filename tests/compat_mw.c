@@ -28,8 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
+#include "compat_self.h"
 
 #define LEN 256
 #define RW (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
@@ -43,15 +42,6 @@ struct side {
 
 static struct side tgt, ini;
 static struct ibv_pd *pd;
-
-#define CHECK(cond, what)                                                                      \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			fprintf(stderr, "FAIL: %s (%s:%d, errno %d)\n", what, __FILE__, __LINE__, \
-				errno);                                                        \
-			exit(1);                                                               \
-		}                                                                              \
-	} while (0)
 
 static double now(void)
 {
@@ -86,19 +76,6 @@ static void expect(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st, enum i
 	}
 }
 
-static struct rdma_cm_event *event(struct rdma_event_channel *ec, enum rdma_cm_event_type t)
-{
-	struct rdma_cm_event *e;
-
-	CHECK(rdma_get_cm_event(ec, &e) == 0, "rdma_get_cm_event");
-	if (e->event != t) {
-		fprintf(stderr, "FAIL: event %s, want %s\n", rdma_event_str(e->event),
-			rdma_event_str(t));
-		exit(1);
-	}
-	return e;
-}
-
 static void make_qp(struct side *s)
 {
 	struct ibv_qp_init_attr a = {.qp_type = IBV_QPT_RC,
@@ -122,36 +99,21 @@ static void post_recv(struct side *s, uint64_t id)
 	CHECK(ibv_post_recv(s->id->qp, &wr, &bad) == 0, "ibv_post_recv");
 }
 
-/* The two ends of a connection to ourselves. */
+/* The two ends of a connection to ourselves: the target's QP has a
+ * receive posted before it accepts. */
+static void make_qp_cb(struct rdma_cm_id *id, bool is_tgt)
+{
+	struct side *s = is_tgt ? &tgt : &ini;
+
+	s->id = id;
+	make_qp(s);
+	if (is_tgt)
+		post_recv(&tgt, 900);
+}
+
 static void connect_self(struct rdma_event_channel *ec)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	struct rdma_conn_param p = {.responder_resources = 4, .initiator_depth = 4};
-	struct rdma_cm_id *lid;
-	struct rdma_cm_event *e;
-
-	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
-	CHECK(rdma_create_id(ec, &lid, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
-	CHECK(rdma_bind_addr(lid, (struct sockaddr *)&sin) == 0, "rdma_bind_addr");
-	CHECK(rdma_listen(lid, 1) == 0, "rdma_listen");
-	sin.sin_port = rdma_get_src_port(lid);
-	CHECK(rdma_create_id(ec, &ini.id, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
-	CHECK(rdma_resolve_addr(ini.id, NULL, (struct sockaddr *)&sin, 2000) == 0, "resolve_addr");
-	rdma_ack_cm_event(event(ec, RDMA_CM_EVENT_ADDR_RESOLVED));
-	CHECK(rdma_resolve_route(ini.id, 2000) == 0, "resolve_route");
-	rdma_ack_cm_event(event(ec, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	pd = ibv_alloc_pd(ini.id->verbs);
-	CHECK(pd, "ibv_alloc_pd");
-	make_qp(&ini);
-	CHECK(rdma_connect(ini.id, &p) == 0, "rdma_connect");
-	e = event(ec, RDMA_CM_EVENT_CONNECT_REQUEST);
-	tgt.id = e->id;
-	rdma_ack_cm_event(e);
-	make_qp(&tgt);
-	post_recv(&tgt, 900);
-	CHECK(rdma_accept(tgt.id, &p) == 0, "rdma_accept");
-	for (int n = 0; n < 2; n++)
-		rdma_ack_cm_event(event(ec, RDMA_CM_EVENT_ESTABLISHED));
+	compat_connect_self(ec, 4, &pd, &ini.id, &tgt.id, make_qp_cb);
 }
 
 static void rdma_op(enum ibv_wr_opcode op, uint64_t id, uint32_t rkey, size_t off, size_t len,
@@ -303,7 +265,7 @@ static void destroy_waits_for_ack(struct rdma_event_channel *ec)
 	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
 	CHECK(rdma_create_id(ec, &id, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
 	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000) == 0, "resolve_addr");
-	struct rdma_cm_event *e = event(ec, RDMA_CM_EVENT_ADDR_RESOLVED);
+	struct rdma_cm_event *e = compat_event(ec, RDMA_CM_EVENT_ADDR_RESOLVED);
 	CHECK(pthread_create(&th, NULL, destroy_fn, id) == 0, "pthread_create");
 	nanosleep(&t, NULL);
 	CHECK(atomic_load(&destroy_rc) == -100, "rdma_destroy_id returned before the ack");
