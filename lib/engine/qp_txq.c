@@ -90,6 +90,22 @@ bool iw_txq_room(const struct iw_qp *qp, size_t ulpdu, int n, bool reserve)
 	       q->num_mark < IW_TXQ_IOV;
 }
 
+/* n octets were just written at the end of the header area: queue them,
+ * merged with the previous piece when that one ends where they start. */
+static void txq_take_hdr(struct iw_txq *q, size_t n)
+{
+	uint8_t *dst = q->hdr + q->hdr_used;
+	q->hdr_used += n;
+	struct iovec *last = q->cnt > q->first ? &q->iov[q->cnt - 1] : NULL;
+	if (last && (uint8_t *)last->iov_base + last->iov_len == dst) {
+		last->iov_len += n;
+		return;
+	}
+	q->iov[q->cnt].iov_base = dst;
+	q->iov[q->cnt].iov_len = n;
+	q->cnt++;
+}
+
 /* Append one iovec; octets inside the encoder's scratch (or all of them,
  * copy) are copied into the queue's header area and merged with the
  * previous copied piece. */
@@ -101,18 +117,11 @@ static void txq_append(struct iw_txq *q, const struct iovec *v, const void *scra
 	if (v->iov_len == 0)
 		return;
 	if (copy || (b >= s && b < s + scratch_len)) {
-		uint8_t *dst = q->hdr + q->hdr_used;
-		memcpy(dst, b, v->iov_len);
-		q->hdr_used += v->iov_len;
-		struct iovec *last = q->cnt > q->first ? &q->iov[q->cnt - 1] : NULL;
-		if (last && (uint8_t *)last->iov_base + last->iov_len == dst) {
-			last->iov_len += v->iov_len;
-			return;
-		}
-		q->iov[q->cnt].iov_base = dst;
-	} else {
-		q->iov[q->cnt].iov_base = v->iov_base;
+		memcpy(q->hdr + q->hdr_used, b, v->iov_len);
+		txq_take_hdr(q, v->iov_len);
+		return;
 	}
+	q->iov[q->cnt].iov_base = v->iov_base;
 	q->iov[q->cnt].iov_len = v->iov_len;
 	q->cnt++;
 }
@@ -128,10 +137,34 @@ static void corrupt_crc(struct iw_fpdu_out *out)
 		out->tail[pad + i] ^= 0xFF;
 }
 
+/* A small FPDU without markers is framed straight into the header area,
+ * where the copy in iw_txq_fpdu would put it: no iovec layout, one CRC
+ * call (iw_fpdu_encode_flat). false: frame it the general way. */
+static bool txq_fpdu_flat(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
+			  const struct iovec *pay, int pay_cnt)
+{
+	struct iw_txq *q = qp->txq;
+	size_t room = IW_TXQ_HDR - q->hdr_used;
+	uint8_t *dst = q->hdr + q->hdr_used;
+	size_t n = iw_fpdu_encode_flat(&qp->ftx, dst, room < IW_TXQ_COPY_MAX ? room : IW_TXQ_COPY_MAX,
+				       hdr, hdr_len, pay, pay_cnt);
+	if (!n)
+		return false;
+	/* IW_FAULT_TX_CRC, as corrupt_crc: the field is the last 4 octets. */
+	if (qp->fault_crc_nth && --qp->fault_crc_nth == 0)
+		for (unsigned i = 0; i < IW_MPA_CRC_LEN; i++)
+			dst[n - IW_MPA_CRC_LEN + i] ^= 0xFF;
+	txq_take_hdr(q, n);
+	q->queued += n;
+	return true;
+}
+
 /* Frame one FPDU into the transmit queue (room already checked). */
 int iw_txq_fpdu(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
 		    const struct iovec *pay, int pay_cnt)
 {
+	if (txq_fpdu_flat(qp, hdr, hdr_len, pay, pay_cnt))
+		return 0;
 	struct iw_txq *q = qp->txq;
 	struct iw_fpdu_out out;
 	struct iovec iov[IW_FPDU_IOV_NEED(IW_MAX_SGE, IW_FPDU_MARKERS_MAX)];

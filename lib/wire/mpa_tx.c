@@ -280,3 +280,34 @@ IW_EXPORT int iw_fpdu_encode(struct iw_fpdu_tx *tx, struct iw_fpdu_out *out, con
 	tx->stream_off += (uint32_t)l.pos;
 	return 0;
 }
+
+/* The small FPDU's fast path (mpa_tx.h): the same octets as iw_fpdu_encode
+ * gathered, written in place, with one CRC call over them. */
+size_t iw_fpdu_encode_flat(struct iw_fpdu_tx *tx, uint8_t *dst, size_t cap, const uint8_t *hdr,
+			   size_t hdr_len, const struct iovec *payload, int payload_cnt)
+{
+	uint32_t ulpdu_len;
+	if (tx->markers || hdr_len < IW_DDP_TAGGED_HDR_LEN || hdr_len > IW_FPDU_HDR_MAX ||
+	    payload_cnt < 0 || payload_total(payload, payload_cnt, hdr_len, &ulpdu_len))
+		return 0;
+	unsigned pad = iw_mpa_pad(ulpdu_len);
+	size_t wire = 2 + ulpdu_len + pad + IW_MPA_CRC_LEN;
+	if (wire > cap)
+		return 0;
+	iw_put_be16(dst, (uint16_t)ulpdu_len);
+	memcpy(dst + 2, hdr, hdr_len);
+	size_t pos = 2 + hdr_len;
+	for (int i = 0; i < payload_cnt; i++) {
+		if (payload[i].iov_len)
+			memcpy(dst + pos, payload[i].iov_base, payload[i].iov_len);
+		pos += payload[i].iov_len;
+	}
+	memset(dst + pos, 0, pad);
+	pos += pad;
+	uint32_t crc = 0;
+	if (tx->crc)
+		crc = iw_crc32c_final(iw_crc32c_update(IW_CRC32C_INIT, dst, pos));
+	iw_crc32c_put_wire(dst + pos, crc);
+	tx->stream_off += (uint32_t)wire;
+	return wire;
+}

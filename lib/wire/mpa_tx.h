@@ -7,7 +7,9 @@
 #ifndef IW_MPA_TX_H
 #define IW_MPA_TX_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "iwarp/wire.h"
 
@@ -28,5 +30,15 @@ static inline uint32_t iw_mpa_to_marker(uint32_t off)
 /* FPDUPTR is 16 bits: a marker further than this from its FPDU's first
  * octet cannot point back at it. */
 #define IW_FPDUPTR_MAX 0xFFFFu
+
+/* iw_fpdu_encode for a small FPDU, the whole of it written at dst (cap
+ * octets of room): the length, hdr, the payload copied, pad and CRC, with
+ * the CRC computed in one call over those contiguous octets. The octets
+ * are the ones iw_fpdu_encode gathers. Returns the wire length, and
+ * advances tx->stream_off by it, or 0 with tx untouched when this path
+ * does not apply (markers on, more than cap octets, an argument
+ * iw_fpdu_encode refuses): the caller uses iw_fpdu_encode. */
+size_t iw_fpdu_encode_flat(struct iw_fpdu_tx *tx, uint8_t *dst, size_t cap, const uint8_t *hdr,
+			   size_t hdr_len, const struct iovec *payload, int payload_cnt);
 
 #endif
