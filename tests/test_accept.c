@@ -10,7 +10,8 @@
  *    full of silent and half-Request peers all reach ESTABLISHED;
  *  - backlog: the backlog given to iw_cm_listen is the listening socket's
  *    (read back from the kernel through sock_diag, as ss -ltn shows it),
- *    and a burst of connects three times larger all gets through;
+ *    also when it takes over a parked socket, and a burst of connects
+ *    three times larger all gets through;
  *  - no hop: iw_cm_create_id and iw_cm_create_qp run on the calling thread
  *    under the loop's lock, so they return while the loop is not running;
  *  - churn: connect, one Send each way, disconnect, 2,000 times; the
@@ -513,6 +514,29 @@ START_TEST(test_backlog_reaches_kernel)
 }
 END_TEST
 
+/* A listener that takes over a parked socket (relisten_ms: the same
+ * address and port listened on again) has its own backlog, not the one
+ * the socket was parked with. */
+START_TEST(test_backlog_after_relisten)
+{
+	struct side srv;
+	side_init(&srv, NULL, 16);
+	struct sockaddr_in a;
+	struct iw_cm_id *l = listener_bl(&srv, 0, 7, &a);
+	struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_RELISTEN, .relisten_ms = 5000};
+	ck_assert_int_eq(iw_cm_set_conn_opts(l, &o), 0);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(kernel_backlog(a.sin_port), 7); /* parked: min(7, 16) */
+	ck_assert_int_eq(iw_cm_create_id(srv.ch, &l, NULL), 0);
+	ck_assert_int_eq(iw_cm_bind_addr(l, (struct sockaddr *)&a), 0);
+	ck_assert_int_eq(iw_cm_listen(l, 5), 0);
+	ck_assert_int_eq(kernel_backlog(a.sin_port), 5);
+	ck_assert_int_eq(iw_cm_destroy_id(l), 0);
+	ck_assert_int_eq(kernel_backlog(a.sin_port), -1);
+	side_fini(&srv);
+}
+END_TEST
+
 /* Three times the backlog connect at once while the server's loop (this
  * thread's base) is not running: the kernel's accept queue fills to the
  * backlog and no further (Linux holds backlog + 1 and drops the SYNs
@@ -853,6 +877,7 @@ Suite *suite_accept(void)
 	tcase_add_test(tc, test_burst_with_slow_peers);
 	tcase_add_test(tc, test_create_without_hop);
 	tcase_add_test(tc, test_backlog_reaches_kernel);
+	tcase_add_test(tc, test_backlog_after_relisten);
 	tcase_add_test(tc, test_burst_over_backlog);
 	tcase_add_test(tc, test_relisten_gap);
 	tcase_add_test(tc, test_relisten_expires);
