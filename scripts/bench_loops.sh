@@ -72,13 +72,13 @@ server() { # loops
 	: >"$TMP/srv.err"
 	"$PERF" --server -p 0 --loops "$1" --json >"$TMP/srv.json" 2>"$TMP/srv.err" &
 	srv=$!
-	i=0
-	while [ $i -lt 200 ]; do
+	w=0
+	while [ $w -lt 200 ]; do
 		port=$(sed -n 's/^iwarp-perf: listening on port \([0-9][0-9]*\)$/\1/p' "$TMP/srv.err")
 		[ -n "$port" ] && return 0
 		kill -0 $srv 2>/dev/null || break
 		sleep 0.05
-		i=$((i + 1))
+		w=$((w + 1))
 	done
 	kill $srv 2>/dev/null
 	port=
@@ -87,10 +87,10 @@ server() { # loops
 # Wait for the server at most 20 s after its client ended: a client that
 # failed must not leave the benchmark waiting for ever.
 reap() {
-	i=0
-	while kill -0 $srv 2>/dev/null && [ $i -lt 200 ]; do
+	w=0
+	while kill -0 $srv 2>/dev/null && [ $w -lt 200 ]; do
 		sleep 0.1
-		i=$((i + 1))
+		w=$((w + 1))
 	done
 	kill $srv 2>/dev/null && echo "bench_loops: the server outlived its client: killed" >&2
 	wait $srv 2>/dev/null
@@ -143,13 +143,16 @@ EOF
 }
 
 # RUNS runs, sorted by message rate: the median line, then the min and
-# max rates.
+# max rates. (sh has no local variables: the count is "run" because
+# server() and reap() count with "w"; sharing one name made this loop
+# start over whenever the server announced its port at the first look,
+# so `make bench-loops` ran for ever without a row.)
 median() {
-	i=0
-	while [ $i -lt "$RUNS" ]; do
-		echo "bench_loops: $1 $2 B, $3 loop(s), -q $4: run $((i + 1)) of $RUNS" >&2
+	run=0
+	while [ $run -lt "$RUNS" ]; do
+		echo "bench_loops: $1 $2 B, $3 loop(s), -q $4: run $((run + 1)) of $RUNS" >&2
 		one "$@"
-		i=$((i + 1))
+		run=$((run + 1))
 	done | sort -n | awk '{v[NR] = $0; r[NR] = $1}
 		END {print v[int((NR + 1) / 2)], r[1] "-" r[NR]}'
 }
