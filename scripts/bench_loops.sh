@@ -22,11 +22,15 @@
 # the CPU went, in cores (CPU seconds per second of the run, from each
 # process's /proc/self/task/*/stat, iwarp-perf --json's cpu object): the
 # client's and the server's application threads and loop threads, and
-# the whole machine's busy time (/proc/stat, every process); and the
-# server's messages per CPU second of the server process, the cost of
-# receiving, on one loop and two. On a 2-core machine both processes
-# share the cores: when one loop already keeps both cores busy, two loops
-# cannot go faster, and the machine column shows it. A benchmark, not a
+# the whole machine's busy time (/proc/stat, every process); the CPU time
+# per message of each process (client, the sender, + server, the
+# receiver; microseconds; 1 / the server's figure is its messages per CPU
+# second), on one loop and two; and "bound": the most two loops could
+# gain over one on two otherwise idle cores at those costs, when one loop
+# runs one thread per side (each at most one core) and two loops share
+# both cores between the processes: (2 / (s2 + r2)) / min(1 / s1, 1 / r1,
+# 2 / (s1 + r1)). The costs hold under load (CPU time, not wall time);
+# the rates do not (other processes take their share). A benchmark, not a
 # test: run it on a quiet machine (uptime's load below 0.5, printed
 # first); progress goes to stderr.
 #
@@ -157,21 +161,34 @@ median() {
 		END {print v[int((NR + 1) / 2)], r[1] "-" r[NR]}'
 }
 
+# "s1+r1 | s2+r2 | bound" from "rate cli_app cli_loop srv_app srv_loop" of
+# one loop and of two (see the top).
+costs() {
+	awk -v a="$1 $2 $3 $4 $5" -v b="$6 $7 $8 $9 ${10}" 'BEGIN {
+		split(a, x); split(b, y)
+		if (x[1] <= 0 || y[1] <= 0 || x[1] == "-" || y[1] == "-") { print "- | - | -"; exit }
+		s1 = (x[2] + x[3]) / x[1]; r1 = (x[4] + x[5]) / x[1]
+		s2 = (y[2] + y[3]) / y[1]; r2 = (y[4] + y[5]) / y[1]
+		one = 1 / s1; if (1 / r1 < one) one = 1 / r1; if (2 / (s1 + r1) < one) one = 2 / (s1 + r1)
+		printf "%.2f+%.2f | %.2f+%.2f | %.2f\n", s1, r1, s2, r2, 2 / (s2 + r2) / one
+	}'
+}
+
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (uptime), $(nproc) CPUs; iwarp-perf $POLL ${THREADS:---single} --crc $CRC -l $LIST $MORE -D $SECS, median of $RUNS runs"
 echo
-echo "| test | size | QPs/loop | 1 loop Mmsg/s (min-max) | 2 loops Mmsg/s (min-max) | 2/1 | cores 1 loop: client app+loops, server app+loops, machine | cores 2 loops | server Mmsg per server CPU-s, 1 loop / 2 loops |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| test | size | QPs/loop | 1 loop Mmsg/s (min-max) | 2 loops Mmsg/s (min-max) | 2/1 | cores 1 loop: client app+loops, server app+loops, machine | cores 2 loops | CPU µs/msg client+server, 1 loop | 2 loops | bound |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for t in $TESTS; do
 	for s in $SIZES; do
 		for k in $KS; do
 			# shellcheck disable=SC2046
 			set -- $(median "$t" "$s" 1 "$k")
-			a=$1 a1="$2+$3, $4+$5, $6" ae=$7 ar=$8
+			a=$1 a1="$2+$3, $4+$5, $6" ar=$8 ac="$1 $2 $3 $4 $5"
 			# shellcheck disable=SC2046
 			set -- $(median "$t" "$s" 2 $((2 * k)))
-			b=$1 b1="$2+$3, $4+$5, $6" be=$7 br=$8
+			b=$1 b1="$2+$3, $4+$5, $6" br=$8 bc="$1 $2 $3 $4 $5"
 			r=$(awk -v a="$a" -v b="$b" 'BEGIN {print (a > 0 && b != "-") ? sprintf("%.2f", b / a) : "-"}')
-			echo "| $t | $s | $k | $a ($ar) | $b ($br) | $r | $a1 | $b1 | $ae / $be |"
+			echo "| $t | $s | $k | $a ($ar) | $b ($br) | $r | $a1 | $b1 | $(costs $ac $bc) |"
 		done
 	done
 done
