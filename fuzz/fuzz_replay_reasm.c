@@ -46,6 +46,9 @@ struct check {
  * 2^32: the pattern stays continuous where sequence numbers wrap. */
 #define PERIOD (1u << 20)
 static uint8_t pattern[PERIOD + PAYLOAD_MAX];
+/* The same with every octet flipped: a conflicting segment is one copy too
+ * (flipping it octet by octet, ASan-checked, was a sixth of the time). */
+static uint8_t flipped[PERIOD + PAYLOAD_MAX];
 
 FUZZ_HARNESS static void pattern_init(void)
 {
@@ -62,6 +65,8 @@ FUZZ_HARNESS static void pattern_init(void)
 		pattern[i] = (uint8_t)x;
 	}
 	memcpy(pattern + PERIOD, pattern, PAYLOAD_MAX);
+	for (size_t i = 0; i < sizeof(pattern); i++)
+		flipped[i] = pattern[i] ^ 0x5A;
 }
 
 FUZZ_HARNESS static const uint8_t *pattern_at(uint32_t seq)
@@ -113,9 +118,7 @@ FUZZ_HARNESS static void segment(struct rp_reasm *r, struct check *k, uint32_t s
 	struct rp_pkt p = {.frame = frame, .seq = seq, .payload = buf, .len = len,
 			   .missing = op[7]};
 
-	memcpy(buf, pattern_at(seq), len);
-	for (uint32_t i = 0; conflict && i < len; i++)
-		buf[i] ^= 0x5A;
+	memcpy(buf, (conflict ? flipped : pattern) + (seq & (PERIOD - 1)), len);
 	if (conflict && len)
 		k->conflicts = true;
 	rp_reasm_segment(r, &p);

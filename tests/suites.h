@@ -27,5 +27,6 @@ Suite *suite_device(void);
 Suite *suite_poll_set(void);
 Suite *suite_alloc(void);
 Suite *suite_accept(void);
+Suite *suite_reasm(void);
 
 #endif

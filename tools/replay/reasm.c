@@ -11,7 +11,7 @@
 #define QUEUE_MAX ((size_t)64 << 20)
 
 struct rp_oseg {
-	struct rp_oseg *next;
+	struct rp_oseg *next, *prev;
 	uint64_t rel, end;
 	bool hole;           /* octets known to be missing from the capture */
 	bool seg_start;
@@ -76,24 +76,59 @@ static bool conflict(const struct rp_oseg *a, const struct rp_oseg *b)
 	return memcmp(a->data + (lo - a->rel), b->data + (lo - b->rel), hi - lo) != 0;
 }
 
+/* q waits behind s (s goes before it). */
+static bool behind(const struct rp_oseg *q, const struct rp_oseg *s)
+{
+	return q->rel > s->rel || (q->rel == s->rel && q->end < s->end);
+}
+
+/* Neither q nor anything before it can overlap s. */
+static bool clear_of(const struct rp_reasm *r, const struct rp_oseg *q, const struct rp_oseg *s)
+{
+	return q->rel + r->q_len_max <= s->rel;
+}
+
+static void link_after(struct rp_reasm *r, struct rp_oseg *at, struct rp_oseg *s)
+{
+	s->prev = at;
+	s->next = at ? at->next : r->q;
+	if (s->next)
+		s->next->prev = s;
+	else
+		r->q_last = s;
+	if (at)
+		at->next = s;
+	else
+		r->q = s;
+	if (!s->hole && s->end - s->rel > r->q_len_max)
+		r->q_len_max = s->end - s->rel;
+	r->q_bytes += s->end - s->rel;
+}
+
+/* The queue is walked from its end, and only as far as something may
+ * overlap s: a capture that missed one segment queues all that follows,
+ * mostly in order, and walking the whole queue for each made the rest of
+ * the connection quadratic. */
 static void enqueue(struct rp_reasm *r, struct rp_oseg *s)
 {
-	struct rp_oseg **pp = &r->q;
+	struct rp_oseg *at = r->q_last;
+	bool copy = false;
 
-	for (struct rp_oseg *q = r->q; q; q = q->next)
+	for (struct rp_oseg *q = r->q_last; q && (at == q || !clear_of(r, q, s)); q = q->prev) {
+		r->q_steps++;
 		if (conflict(q, s))
 			r->conflicts++;
-	while (*pp && ((*pp)->rel < s->rel || ((*pp)->rel == s->rel && (*pp)->end >= s->end))) {
-		if ((*pp)->rel <= s->rel && (*pp)->end >= s->end && !(*pp)->hole) {
-			r->retrans++; /* a copy of what already waits */
-			free(s);
-			return;
-		}
-		pp = &(*pp)->next;
+		if (at == q && behind(q, s))
+			at = q->prev;
+		else if (q->rel <= s->rel && q->end >= s->end && !q->hole)
+			copy = true;
 	}
-	s->next = *pp;
-	*pp = s;
-	r->q_bytes += s->end - s->rel;
+	if (copy) {
+		r->retrans++; /* a copy of what already waits */
+		free(s);
+		return;
+	}
+	link_after(r, at, s);
 }
 
 static struct rp_oseg *oseg_new(uint64_t rel, const uint8_t *p, size_t n, bool hole,
@@ -101,7 +136,7 @@ static struct rp_oseg *oseg_new(uint64_t rel, const uint8_t *p, size_t n, bool h
 {
 	struct rp_oseg *s = rp_xmalloc(sizeof(*s) + (hole ? 0 : n));
 
-	s->next = NULL;
+	s->next = s->prev = NULL;
 	s->rel = rel;
 	s->end = rel + n;
 	s->hole = hole;
@@ -121,6 +156,12 @@ static void drain(struct rp_reasm *r)
 
 		r->q = s->next;
 		r->q_bytes -= s->end - s->rel;
+		if (r->q) {
+			r->q->prev = NULL;
+		} else {
+			r->q_last = NULL;
+			r->q_len_max = 0;
+		}
 		if (s->hole) {
 			gap(r, s->end, s->frame);
 		} else if (s->end > r->next) {

@@ -44,11 +44,14 @@ struct rp_reasm {
 	uint32_t base;       /* sequence number of position 0 */
 	uint64_t next;       /* position of the next octet to deliver */
 	struct rp_oseg *q;   /* waiting segments and holes, by position */
+	struct rp_oseg *q_last;
+	uint64_t q_len_max;  /* no waiting segment (hole aside) is longer */
 	size_t q_bytes;
 	bool fin;
 	uint64_t fin_rel;
 	/* statistics */
 	uint64_t segs, retrans, ooo, overlaps, conflicts, gaps, gap_bytes;
+	uint64_t q_steps;    /* waiting items looked at to queue others (cost) */
 	const struct rp_reasm_ops *ops;
 	void *ctx;
 };
