@@ -19,14 +19,17 @@
  * Asserted (abort): every octet fed is consumed; once closed nothing more
  * is written and no event but the closing ones appears; ESTABLISHED at
  * most once and never after the end; no deadline in the past; a timer
- * that fires leaves no due deadline behind; the QP, MR, CQ and PD are
- * released at the end (no reference leaked). ASan/UBSan do the rest.
+ * that fires leaves no due deadline behind; at the end the QP destroys
+ * and leaves no reference on the MR, CQ and PD (kept for the next input).
+ * ASan/UBSan do the rest.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "conn/conn.h"
 #include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/mem.h"
 #include "engine/qp.h"
 #include "fuzz.h"
 #include "mempump.h"
@@ -35,13 +38,21 @@
 #define END_EV (IW_CONN_EV_CONNECT_ERROR | IW_CONN_EV_UNREACHABLE | \
 		IW_CONN_EV_DISCONNECTED | IW_CONN_EV_DROPPED | IW_CONN_EV_REJECTED)
 
+/* Made once and kept: a fresh context, PD, CQ and MR per input cost
+ * more than the connection itself, and their edges, run by every input,
+ * were most of libFuzzer's per-input feature bookkeeping. Each input gets
+ * them as new (checked in teardown), and a QP and connection of its own. */
 static struct {
 	struct iw_context *ctx;
 	struct iw_pd *pd;
 	struct iw_cq *cq;
-	struct iw_qp *qp;
 	struct iw_mr *mr;
+	int pd_use;     /* the PD's users with no QP: the MR */
 	uint8_t buf[BUF];
+} K;
+
+static struct {
+	struct iw_qp *qp;
 	struct iw_conn c;
 	struct mp mp;
 	uint64_t now;
@@ -118,24 +129,40 @@ static void act(unsigned ev)
 	}
 }
 
+static void reg_mr(void)
+{
+	K.mr = iw_reg_mr(K.pd, K.buf, BUF,
+			 IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ);
+	CHECK(K.mr);
+}
+
+static void keep_init(void)
+{
+	if (K.ctx)
+		return;
+	K.ctx = iw_context_core_new();
+	CHECK(K.ctx);
+	K.pd = iw_alloc_pd(K.ctx);
+	K.cq = iw_create_cq(K.ctx, 64, NULL, NULL, 0);
+	CHECK(K.pd && K.cq);
+	reg_mr();
+	K.pd_use = atomic_load(&K.pd->use);
+}
+
 static void setup(uint8_t set)
 {
 	memset(&F, 0, sizeof(F));
-	F.ctx = iw_context_core_new();
-	CHECK(F.ctx);
-	F.pd = iw_alloc_pd(F.ctx);
-	F.cq = iw_create_cq(F.ctx, 64, NULL, NULL, 0);
-	CHECK(F.pd && F.cq);
-	struct iw_qp_init_attr a = {.send_cq = F.cq, .recv_cq = F.cq, .qp_type = IW_QPT_RC};
+	keep_init();
+	/* As in a new context: QP numbers from 1, the MR's octets zero. */
+	atomic_store(&K.ctx->next_qpn, 0);
+	memset(K.buf, 0, BUF);
+	struct iw_qp_init_attr a = {.send_cq = K.cq, .recv_cq = K.cq, .qp_type = IW_QPT_RC};
 	a.cap.max_send_wr = a.cap.max_recv_wr = 8;
 	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-	F.qp = iw_create_qp(F.pd, &a);
+	F.qp = iw_create_qp(K.pd, &a);
 	CHECK(F.qp);
 	struct iw_qp_attr qa = {.qp_state = IW_QPS_INIT};
 	CHECK(iw_modify_qp(F.qp, &qa, IW_QP_STATE) == 0);
-	F.mr = iw_reg_mr(F.pd, F.buf, BUF,
-			 IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ);
-	CHECK(F.mr);
 	iw_conn_init(&F.c, NULL);
 	F.c.opts.crc = !(set & 16);
 	F.c.opts.p2p = !(set & 32);
@@ -154,6 +181,32 @@ static void setup(uint8_t set)
 	}
 }
 
+/* What the QP left in the kept objects goes; no reference is leaked. A CQ
+ * that overflowed or an MR the peer invalidated is made anew, so the next
+ * input finds them as a new context would. */
+static void keep_reset(void)
+{
+	struct iw_wc wc[16];
+	struct iw_async_event ev;
+
+	while (iw_poll_cq(K.cq, 16, wc) > 0)
+		;
+	while (iw_get_async_event(K.ctx, &ev) == 0)
+		;
+	CHECK(atomic_load(&K.cq->use) == 0);
+	CHECK(atomic_load(&K.pd->use) == K.pd_use);
+	CHECK(iw_mem_refs(iw_mr_int(K.mr)) == 0);
+	if (K.cq->overflow || K.cq->lost) {
+		CHECK(iw_destroy_cq(K.cq) == 0);
+		K.cq = iw_create_cq(K.ctx, 64, NULL, NULL, 0);
+		CHECK(K.cq);
+	}
+	if (!iw_mem_is_valid(iw_mr_int(K.mr))) {
+		CHECK(iw_dereg_mr(K.mr) == 0);
+		reg_mr();
+	}
+}
+
 static void teardown(void)
 {
 	if (!F.closed) {
@@ -161,10 +214,7 @@ static void teardown(void)
 		iw_conn_closed(&F.c);
 	}
 	CHECK(iw_destroy_qp(F.qp) == 0);
-	CHECK(iw_dereg_mr(F.mr) == 0);
-	CHECK(iw_destroy_cq(F.cq) == 0);
-	CHECK(iw_dealloc_pd(F.pd) == 0);
-	iw_context_core_free(F.ctx);
+	keep_reset();
 	mp_free(&F.mp);
 }
 
@@ -181,7 +231,7 @@ static void tick(unsigned steps)
 
 static void post(bool recv)
 {
-	struct iw_sge sg = {(uintptr_t)F.buf, 64, F.mr->lkey};
+	struct iw_sge sg = {(uintptr_t)K.buf, 64, K.mr->lkey};
 	if (recv) {
 		struct iw_recv_wr r = {.wr_id = 1, .sg_list = &sg, .num_sge = 1};
 		iw_post_recv(F.qp, &r, NULL);
