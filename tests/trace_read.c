@@ -91,6 +91,7 @@ static void new_conn(struct rt_capture *cap, int fam, const uint8_t *src, const 
 	}
 	struct rt_conn *c = &cap->conn[cap->num_conns++];
 	size_t al = fam == 4 ? 4 : 16;
+	memset(c, 0, sizeof(*c));
 	c->family = fam;
 	memcpy(c->addr[0], src, al);
 	memcpy(c->addr[1], dst, al);
@@ -270,10 +271,22 @@ int rt_read(struct rt_capture *cap, const char *path)
 	return read_all(cap, pc);
 }
 
+/* Everything but the connection table, whose entries new_conn clears as
+ * it takes them: the whole table (1024 entries) is a quarter of a
+ * megabyte, and clearing it twice per input was a sixth of
+ * fuzz_pcap_roundtrip's time. */
+static void clear_head(struct rt_capture *cap)
+{
+	cap->num_conns = 0;
+	cap->records = cap->notes = cap->problems = 0;
+	memset(cap->note, 0, sizeof(cap->note));
+	memset(cap->why, 0, sizeof(cap->why));
+}
+
 int rt_read_fp(struct rt_capture *cap, FILE *fp)
 {
 	char err[PCAP_ERRBUF_SIZE] = "";
-	memset(cap, 0, sizeof(*cap));
+	clear_head(cap);
 	pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, err);
 	if (!pc) {
 		fclose(fp);
@@ -290,7 +303,8 @@ void rt_free(struct rt_capture *cap)
 			free(cap->conn[i].dir[d].data);
 			free(cap->conn[i].dir[d].seg);
 		}
-	memset(cap, 0, sizeof(*cap));
+	memset(cap->conn, 0, (size_t)cap->num_conns * sizeof(cap->conn[0]));
+	clear_head(cap);
 }
 
 /* ------------------------------------------------------------ iWARP */

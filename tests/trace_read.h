@@ -65,7 +65,8 @@ struct rt_capture {
  * in cap->problems, not fatal. */
 int rt_read(struct rt_capture *cap, const char *path);
 /* The same from an open stream, which is closed (fuzz/fuzz_pcap_roundtrip
- * reads memory through fmemopen). */
+ * reads memory through fmemopen). Only the table entries it uses are
+ * cleared: cap must be new (static) or rt_free'd. */
 int rt_read_fp(struct rt_capture *cap, FILE *fp);
 void rt_free(struct rt_capture *cap);
 
