@@ -36,6 +36,9 @@ struct nh_req {
 	bool asked_inv;      /* the command's keyed SGL asked for invalidation */
 	void *user;
 	uint64_t user_u64;
+	/* The command's WRs live here until they are posted (corked). */
+	struct iw_sge sge[2];
+	struct iw_send_wr wr, reg[2];
 };
 
 typedef void (*nh_done_fn)(struct nh_req *r, void *arg);
@@ -51,6 +54,10 @@ struct nh_queue {
 	uint16_t inflight;
 	bool dead;
 	uint16_t rej_status;  /* the binding's reject code, when connect was rejected */
+	/* While completions are handled, new commands wait here and go out
+	 * together after them (one post, one write to the socket). */
+	bool corking;
+	struct iw_send_wr *cork_head, **cork_tail;
 };
 
 struct nh_opts {

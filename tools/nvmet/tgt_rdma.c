@@ -44,6 +44,13 @@
 #define MAX_ORD 16
 #define CQ_BATCH 32
 
+/* At queue depth, capsules with in-capsule data arrive back to back: one
+ * read into the bounce buffer for a run of them, and a copy of each, cost
+ * less than a readv per capsule into its receive buffer (libiwarp's
+ * default from 2 KiB). */
+static const struct iw_conn_opts conn_opts = {.comp_mask = IW_CONN_OPTS_DIRECT_MIN,
+					      .direct_min = 16384};
+
 enum slot_state { S_POSTED, S_BUSY, S_HOLD, S_RDWAIT, S_READ, S_SEND };
 enum wr_kind { WR_READ = 1, WR_WRITE, WR_SEND };
 
@@ -54,6 +61,10 @@ struct tr_slot {
 	struct tr_conn *conn;
 	struct tgt_req req;
 	struct tr_slot *next; /* ORD wait list */
+	/* The response's WRs live here until they are posted (corked). */
+	uint8_t cqe[NVMF_CQE_SIZE];
+	struct iw_sge dsge, csge;
+	struct iw_send_wr write, send;
 };
 
 struct tr_conn {
@@ -66,6 +77,9 @@ struct tr_conn {
 	uint32_t refs;   /* slots that belong to this connection */
 	bool dead;
 	struct tr_conn *next;
+	/* Responses corked during one batch of completions (cork_flush). */
+	struct iw_send_wr *cork_head, **cork_tail;
+	struct tr_conn *cork_next;
 };
 
 struct tr {
@@ -85,6 +99,7 @@ struct tr {
 	struct tr_slot *slots;
 	struct tr_conn *conns;
 	bool wildcard;
+	struct tr_conn *corked; /* connections with responses to post */
 };
 
 static uint64_t now_ms(void)
@@ -146,36 +161,72 @@ static void release(struct tr *tr, struct tr_slot *s)
 
 /* ------------------------------------------------------------ commands */
 
+/* Post a chain of responses; those from a refused WR on are released
+ * (a refused WRITE's Send follows it in the chain). */
+static void post_responses(struct tr *tr, struct tr_conn *c, struct iw_send_wr *first)
+{
+	struct iw_send_wr *bad = NULL;
+	int rc = iw_post_send(c->id->qp, first, &bad);
+	if (!rc)
+		return;
+	say(tr, "queue %u: posting the response: %s", c->q.qid, strerror(rc));
+	for (struct iw_send_wr *w = bad; w; w = w->next)
+		if (w->wr_id >> 32 == WR_SEND)
+			release(tr, &tr->slots[(uint32_t)w->wr_id]);
+}
+
+/* Responses made while a batch of completions is handled go out together
+ * at its end (cork_flush): one iw_post_send, so one write to the socket
+ * for the batch, not one per command. */
+static void cork(struct tr *tr, struct tr_conn *c, struct iw_send_wr *first,
+		 struct iw_send_wr *last)
+{
+	if (!c->cork_head) {
+		c->cork_tail = &c->cork_head;
+		c->cork_next = tr->corked;
+		tr->corked = c;
+	}
+	last->next = NULL;
+	*c->cork_tail = first;
+	c->cork_tail = &last->next;
+}
+
+static void cork_flush(struct tr *tr)
+{
+	while (tr->corked) {
+		struct tr_conn *c = tr->corked;
+		struct iw_send_wr *first = c->cork_head;
+		tr->corked = c->cork_next;
+		c->cork_head = NULL;
+		post_responses(tr, c, first);
+	}
+}
+
 static void respond(struct tr *tr, struct tr_slot *s)
 {
 	struct tgt_req *req = &s->req;
 	struct tr_conn *c = s->conn;
-	uint8_t cqe[NVMF_CQE_SIZE];
-	nvmf_cqe_put(cqe, &req->cqe);
+	nvmf_cqe_put(s->cqe, &req->cqe);
 	if (req->cqe.status)
 		say(tr, "queue %u cid %u opcode 0x%02x: %s (0x%x)", c->q.qid, req->cmd.cid,
 		    req->cmd.opc, nvmf_status_str(req->cqe.status), req->cqe.status);
-	struct iw_sge dsge = {.addr = (uintptr_t)req->data, .length = req->c2h_len,
-			      .lkey = tr->dmr->lkey};
-	struct iw_sge csge = {.addr = (uintptr_t)cqe, .length = sizeof(cqe)};
-	struct iw_send_wr send = {.wr_id = (uint64_t)WR_SEND << 32 | s->idx, .sg_list = &csge,
-				  .num_sge = 1, .opcode = IW_WR_SEND,
-				  .send_flags = IW_SEND_SIGNALED | IW_SEND_INLINE};
-	struct iw_send_wr write = {.wr_id = (uint64_t)WR_WRITE << 32 | s->idx, .next = &send,
-				   .sg_list = &dsge, .num_sge = 1, .opcode = IW_WR_RDMA_WRITE};
+	s->dsge = (struct iw_sge){.addr = (uintptr_t)req->data, .length = req->c2h_len,
+				  .lkey = tr->dmr->lkey};
+	s->csge = (struct iw_sge){.addr = (uintptr_t)s->cqe, .length = sizeof(s->cqe)};
+	s->send = (struct iw_send_wr){.wr_id = (uint64_t)WR_SEND << 32 | s->idx,
+				      .sg_list = &s->csge, .num_sge = 1, .opcode = IW_WR_SEND,
+				      .send_flags = IW_SEND_SIGNALED | IW_SEND_INLINE};
+	s->write = (struct iw_send_wr){.wr_id = (uint64_t)WR_WRITE << 32 | s->idx,
+				       .next = &s->send, .sg_list = &s->dsge, .num_sge = 1,
+				       .opcode = IW_WR_RDMA_WRITE};
 	if (req->sgl.kind == NVMF_SGL_KIND_KEYED && req->sgl.invalidate) {
-		send.opcode = IW_WR_SEND_WITH_INV;
-		send.invalidate_rkey = req->sgl.key;
+		s->send.opcode = IW_WR_SEND_WITH_INV;
+		s->send.invalidate_rkey = req->sgl.key;
 	}
-	write.wr.rdma.remote_addr = req->sgl.addr;
-	write.wr.rdma.rkey = req->sgl.key;
-	struct iw_send_wr *bad;
+	s->write.wr.rdma.remote_addr = req->sgl.addr;
+	s->write.wr.rdma.rkey = req->sgl.key;
 	s->st = S_SEND;
-	int rc = iw_post_send(c->id->qp, req->c2h_len ? &write : &send, &bad);
-	if (rc) {
-		say(tr, "queue %u: posting the response: %s", c->q.qid, strerror(rc));
-		release(tr, s);
-	}
+	cork(tr, c, req->c2h_len ? &s->write : &s->send, &s->send);
 }
 
 static void exec(struct tr *tr, struct tr_slot *s)
@@ -312,9 +363,11 @@ static void poll_cq(struct tr *tr, struct iw_cq *cq, bool recv)
 {
 	struct iw_wc wc[CQ_BATCH];
 	int n;
-	while ((n = iw_poll_cq(cq, CQ_BATCH, wc)) > 0)
+	while ((n = iw_poll_cq(cq, CQ_BATCH, wc)) > 0) {
 		for (int i = 0; i < n; i++)
 			(recv ? on_recv : on_send)(tr, &wc[i]);
+		cork_flush(tr);
+	}
 }
 
 static void on_cq_event(evutil_socket_t fd, short what, void *arg)
@@ -400,7 +453,7 @@ static int accept_conn(struct tr *tr, struct iw_cm_id *id, const struct nvmf_cm_
 		.cap = {.max_send_wr = 3u * size + 8, .max_recv_wr = 1, .max_send_sge = 1,
 			.max_recv_sge = 1, .max_inline_data = 64},
 	};
-	if (iw_cm_create_qp(id, tr->pd, &qa)) {
+	if (iw_cm_set_conn_opts(id, &conn_opts) || iw_cm_create_qp(id, tr->pd, &qa)) {
 		free(c);
 		return NVMF_CM_NO_RSC;
 	}
