@@ -1062,6 +1062,69 @@ START_TEST(test_unsignaled)
 }
 END_TEST
 
+/* An allocator that refuses everything (and frees what libc gave). */
+static void *refuse_malloc(void *u, size_t n)
+{
+	(void)u;
+	(void)n;
+	return NULL;
+}
+static void *refuse_calloc(void *u, size_t num, size_t n)
+{
+	(void)u;
+	(void)num;
+	(void)n;
+	return NULL;
+}
+static void *refuse_realloc(void *u, void *p, size_t n)
+{
+	(void)u;
+	(void)p;
+	(void)n;
+	return NULL;
+}
+static void libc_free(void *u, void *p)
+{
+	(void)u;
+	free(p);
+}
+
+/* A small inline Send (an NVMe-oF response is 16 octets) is kept in its
+ * WQE: posting it allocates nothing, so it goes out with every allocation
+ * refused once the queues exist; the buffer is reused right after. */
+START_TEST(test_inline_small)
+{
+	static const struct iw_alloc_ops refuse = {refuse_malloc, refuse_calloc, refuse_realloc,
+						   libc_free, NULL};
+	struct cfg g = {.crc = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *r = buf_new(&w, w.pd, 64, IW_ACCESS_LOCAL_WRITE);
+	uint8_t msg[IW_INLINE_SMALL], want[IW_INLINE_SMALL];
+	fill(want, sizeof(want), 16);
+	struct iw_sge sg = {.addr = (uintptr_t)msg, .length = sizeof(msg)};
+	for (int i = 0; i < 2; i++) { /* the first warms the queues up */
+		post_recv_buf(B->qp, (uint64_t)i, r, 0, 64);
+		memcpy(msg, want, sizeof(msg));
+		struct iw_send_wr wr = wr_of(10 + (uint64_t)i, IW_WR_SEND, IW_SEND_INLINE, &sg, 1);
+		if (i)
+			w.ctx->alloc = &refuse;
+		ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+		memset(msg, 0xEE, sizeof(msg));
+		pump(&w);
+		w.ctx->alloc = NULL;
+		expect_wc(A->scq, 10 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_SEND);
+		struct iw_wc wc = expect_wc(B->rcq, (uint64_t)i, IW_WC_SUCCESS, IW_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, sizeof(want));
+		ck_assert(memcmp(r->p, want, sizeof(want)) == 0);
+		memset(r->p, 0, 64);
+	}
+	world_free(&w);
+}
+END_TEST
+
 /* Inline data: copied at post time, no lkey needed, 256 octets at least. */
 START_TEST(test_inline)
 {
@@ -3869,6 +3932,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_fence_head_of_line);
 	tcase_add_test(tc, test_unsignaled);
 	tcase_add_loop_test(tc, test_inline, 0, 2);
+	tcase_add_test(tc, test_inline_small);
 	tcase_add_test(tc, test_post_errors);
 	tcase_add_test(tc, test_reg_mr_local_inv);
 	tcase_add_test(tc, test_local_wr_error);

@@ -62,7 +62,7 @@ void iw_rwqe_release(struct iw_rwqe *w)
 }
 
 /* The send WR opcode facts (wr.h). */
-static const struct iw_wr_info wr_infos[] = {
+const struct iw_wr_info iw_wr_infos[] = {
 	[IW_WR_RDMA_WRITE] = {true, IW_WC_RDMA_WRITE, IW_OP_WRITE, IW_OP_WRITE, IW_WRF_TAGGED},
 	[IW_WR_RDMA_WRITE_WITH_IMM] = {true, IW_WC_RDMA_WRITE, IW_OP_WRITE, IW_OP_WRITE,
 				       IW_WRF_TAGGED | IW_WRF_IMM | IW_WRF_RFC7306},
@@ -81,19 +81,15 @@ static const struct iw_wr_info wr_infos[] = {
 	[IW_WR_REG_MR] = {true, IW_WC_REG_MR, 0, 0, IW_WRF_LOCAL},
 };
 
-const struct iw_wr_info *iw_wr_info(enum iw_wr_opcode op)
-{
-	if ((unsigned)op >= sizeof(wr_infos) / sizeof(wr_infos[0]) || !wr_infos[op].valid)
-		return NULL;
-	return &wr_infos[op];
-}
+const unsigned iw_wr_infos_len = sizeof(iw_wr_infos) / sizeof(iw_wr_infos[0]);
 
 static int fill_inline(struct iw_swqe *w, const struct iw_qp *qp)
 {
 	uint64_t len = sge_total(w->sge, w->num_sge);
 	if (len > qp->cap.max_inline_data)
 		return EINVAL;
-	w->inline_buf = iw_malloc(qp->context->alloc, len ? len : 1);
+	w->inline_buf = len <= IW_INLINE_SMALL ? w->inline_small
+					       : iw_malloc(qp->context->alloc, len);
 	if (!w->inline_buf)
 		return ENOMEM;
 	uint64_t off = 0;
@@ -252,7 +248,8 @@ void iw_swqe_release(struct iw_swqe *w, const struct iw_alloc_ops *a)
 		w->bind_mw = NULL;
 	}
 	if (w->inline_buf) {
-		iw_free(a, w->inline_buf);
+		if (w->inline_buf != w->inline_small)
+			iw_free(a, w->inline_buf);
 		w->inline_buf = NULL;
 		w->num_sge = 0;
 	}

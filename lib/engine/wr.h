@@ -26,7 +26,16 @@ struct iw_wr_info {
 	uint8_t op, op_se;    /* RDMAP opcode of its message; with IW_SEND_SOLICITED */
 	uint8_t flags;        /* IW_WRF_* */
 };
-const struct iw_wr_info *iw_wr_info(enum iw_wr_opcode op);
+/* The table (wr.c), open to the inline lookup: transmit asks it several
+ * times per FPDU, and a call each time showed in profiles. */
+extern const struct iw_wr_info iw_wr_infos[];
+extern const unsigned iw_wr_infos_len;
+static inline const struct iw_wr_info *iw_wr_info(enum iw_wr_opcode op)
+{
+	if ((unsigned)op >= iw_wr_infos_len || !iw_wr_infos[op].valid)
+		return NULL;
+	return &iw_wr_infos[op];
+}
 static inline bool iw_wr_has(enum iw_wr_opcode op, unsigned f)
 {
 	const struct iw_wr_info *i = iw_wr_info(op);
