@@ -12,7 +12,9 @@
  * Covered: creating the context; creating PDs, MRs, windows, channels,
  * CQs, QPs, SRQs and CM ids; connection setup over 127.0.0.1 (listener,
  * connect, accept, both contexts on the failing allocator); posting and
- * receiving SENDs (inline and not), an RDMA WRITE and an RDMA READ. FA_DEBUG=1 in the
+ * receiving SENDs (inline and not), an RDMA WRITE and an RDMA READ, the
+ * SENDs held by the server (IW_QP_CREATE_RECV_HOLD) until it posts its
+ * receives. FA_DEBUG=1 in the
  * environment prints where each refused allocation was asked for.
  */
 #include <arpa/inet.h>
@@ -343,7 +345,8 @@ static int side_qp(struct side *s, struct iw_cm_id *id)
 {
 	struct iw_qp_init_attr qa = {.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IW_QPT_RC,
 				     .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
-					     .max_recv_sge = 1, .max_inline_data = 64}};
+					     .max_recv_sge = 1, .max_inline_data = 64},
+				     .create_flags = IW_QP_CREATE_RECV_HOLD};
 	s->id = id;
 	int rc = iw_cm_create_qp(id, s->pd, &qa);
 	if (rc == 0)
@@ -458,7 +461,6 @@ static void conn_round(struct fa *f, struct side *cli, struct side *srv, struct 
 	bool up = false;
 	if (sid && t == IW_CM_EVENT_CONNECT_REQUEST) {
 		if (side_qp(srv, sid) == 0) {
-			post_recvs(srv);
 			struct iw_conn_param ap = {.responder_resources = 4, .initiator_depth = 4};
 			rc = iw_cm_accept(sid, &ap);
 			if (rc == 0)
@@ -475,9 +477,12 @@ static void conn_round(struct fa *f, struct side *cli, struct side *srv, struct 
 	if (up && cli_up) {
 		post_sends(cli, srv->mr->rkey, (uintptr_t)srv->buf + 128);
 		int sends = cli->posted[0] + cli->posted[1];
-		int recvs = srv->posted[NUM_SEND] + srv->posted[NUM_SEND + 1];
 		int want = sends + cli->posted[2] + cli->posted[3];
 		side_reap(cli, want, true);
+		/* The Read's response followed the Sends: the server holds them
+		 * (IW_QP_CREATE_RECV_HOLD) until these receives take them. */
+		post_recvs(srv);
+		int recvs = srv->posted[NUM_SEND] + srv->posted[NUM_SEND + 1];
 		side_reap(srv, sends < recvs ? sends : recvs, true);
 		/* On a live connection no WR may wait for ever: each completes,
 		 * in error if a refusal broke something. */

@@ -618,6 +618,24 @@ START_TEST(test_plan_from_batch)
 }
 END_TEST
 
+/* The receive hold's limits (IW_CONN_OPTS_RECV_HOLD) go to the QP when
+ * the connection starts it; unset, the QP keeps its defaults. */
+START_TEST(test_hold_limits_to_qp)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 7,
+				 .recv_hold_bytes = 4096};
+	ck_assert_int_eq(iw_conn_tune_set(&b->c.tune, &o), 0);
+	establish(&p);
+	ck_assert_uint_eq(b->qp->hold.max_num, 7);
+	ck_assert_uint_eq(b->qp->hold.max_bytes, 4096);
+	ck_assert_uint_eq(a->qp->hold.max_bytes, IW_RECV_HOLD_BYTES_DEFAULT);
+	pair_free(&p);
+}
+END_TEST
+
 START_TEST(test_after_reply)
 {
 	struct pair p;
@@ -900,6 +918,14 @@ START_TEST(test_conn_opts_api)
 	ck_assert_uint_eq(o.linger_ms, IW_LINGER_MS_DEFAULT);
 	ck_assert_uint_eq(o.wake_count, IW_WAKE_COUNT_DEFAULT);
 	ck_assert_uint_eq(o.direct_min, IW_DIRECT_MIN_DEFAULT);
+	ck_assert_uint_eq(o.recv_hold_msgs, 0); /* the QP's defaults */
+	ck_assert_uint_eq(o.recv_hold_bytes, 0);
+	struct iw_conn_opts hold = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 3,
+				    .recv_hold_bytes = 1u << 20};
+	ck_assert_int_eq(iw_cm_set_conn_opts(id, &hold), 0);
+	ck_assert_int_eq(iw_cm_get_conn_opts(id, &o), 0);
+	ck_assert_uint_eq(o.recv_hold_msgs, 3);
+	ck_assert_uint_eq(o.recv_hold_bytes, 1u << 20);
 	struct iw_conn_opts set = {.comp_mask = IW_CONN_OPTS_LINGER, .linger_ms = 5, .wake_count = 99};
 	ck_assert_int_eq(iw_cm_set_conn_opts(id, &set), 0);
 	ck_assert_int_eq(iw_cm_get_conn_opts(id, &o), 0);
@@ -1177,6 +1203,7 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_tx_sent_iov);
 	tcase_add_test(tc, test_tx_small_copied);
 	tcase_add_test(tc, test_plan_from_batch);
+	tcase_add_test(tc, test_hold_limits_to_qp);
 	tcase_add_test(tc, test_after_reply);
 	tcase_add_test(tc, test_request_timeout);
 	tcase_add_test(tc, test_reply_timeout);

@@ -32,6 +32,7 @@
 #include "engine/cq.h"
 #include "engine/qp.h"
 #include "engine/srq.h"
+#include "engine/wr.h"
 #include "mempump.h"
 #include "suites.h"
 
@@ -1384,6 +1385,27 @@ END_TEST
 
 /* Send with Invalidate: the receive reports the STag, which is dead from
  * then on; with SE the completion is solicited too. */
+/* B's fast-reg MR over 512 unregistered octets, the target of a Send with
+ * Invalidate: the REG_MR is posted (WR 1), the new key returned. */
+static uint32_t inv_target(struct world *w, struct iw_mr **fr, struct buf **mem)
+{
+	*fr = iw_alloc_mr(w->pd, 1);
+	*mem = buf_new(w, NULL, 512, 0);
+	uint32_t key = iw_inc_rkey((*fr)->rkey);
+	reg_mr_wr(w->e[1].qp, 1, *fr, key, ACC_RW, (uintptr_t)(*mem)->p, (*mem)->p, 512);
+	return key;
+}
+
+/* A's Write to the invalidated key: B refuses it and places nothing. */
+static void inv_write_refused(struct world *w, struct iw_sge *sg, struct buf *mem, uint32_t key)
+{
+	ck_assert_int_eq(post_rdma(w->e[0].qp, 4, IW_WR_RDMA_WRITE, 0, sg, 1, mem->p, key), 0);
+	pump(w);
+	expect_pair_terminate(w, 1, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR);
+	expect_wc(w->e[0].scq, 4, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+	ck_assert(memcmp(mem->p, (uint8_t[512]){0}, 512) == 0);
+}
+
 START_TEST(test_send_with_inv)
 {
 	bool se = _i;
@@ -1392,12 +1414,10 @@ START_TEST(test_send_with_inv)
 	world_new(&w, &g);
 	world_start(&w);
 	struct end *A = &w.e[0], *B = &w.e[1];
-	struct iw_mr *fr = iw_alloc_mr(w.pd, 1);
-	struct buf *mem = buf_new(&w, NULL, 512, 0);
-	struct buf *m = buf_new(&w, w.pd, 512, 0);
+	struct iw_mr *fr;
+	struct buf *mem, *m = buf_new(&w, w.pd, 512, 0);
 	struct buf *r = buf_new(&w, w.pd, 512, IW_ACCESS_LOCAL_WRITE);
-	uint32_t key = iw_inc_rkey(fr->rkey);
-	reg_mr_wr(B->qp, 1, fr, key, ACC_RW, (uintptr_t)mem->p, mem->p, 512);
+	uint32_t key = inv_target(&w, &fr, &mem);
 	post_recv_buf(B->qp, 2, r, 0, 512);
 	pump(&w);
 	expect_wc(B->scq, 1, IW_WC_SUCCESS, IW_WC_REG_MR);
@@ -1413,11 +1433,7 @@ START_TEST(test_send_with_inv)
 	ck_assert_uint_eq(wc.wc_flags, IW_WC_WITH_INV | (se ? IW_WC_SOLICITED : 0));
 	ck_assert_uint_eq(wc.invalidated_rkey, key);
 	ck_assert(memcmp(r->p, m->p, 300) == 0);
-	ck_assert_int_eq(post_rdma(A->qp, 4, IW_WR_RDMA_WRITE, 0, &sg, 1, mem->p, key), 0);
-	pump(&w);
-	expect_pair_terminate(&w, 1, IW_TERM_DDP_T_INV_STAG, IW_EVENT_QP_ACCESS_ERR);
-	expect_wc(A->scq, 4, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
-	ck_assert(memcmp(mem->p, (uint8_t[512]){0}, 512) == 0);
+	inv_write_refused(&w, &sg, mem, key);
 	ck_assert_int_eq(iw_dereg_mr(fr), 0);
 	world_free(&w);
 }
@@ -2255,6 +2271,8 @@ enum hflags {
 	HF_7306 = 1 << 5,
 	HF_SIW = 1 << 6,    /* read the peer's TERMINATE in siw's layout */
 	HF_SMALL_RQ = 1 << 7, /* an RQ of four WRs */
+	HF_HOLD = 1 << 8,     /* IW_QP_CREATE_RECV_HOLD */
+	HF_HOLD_SMALL = 1 << 9, /* ... holding two messages, 100 octets */
 };
 
 static void hfix_init(struct hfix *f, unsigned flags, enum mp_mode mode)
@@ -2269,7 +2287,8 @@ static void hfix_init(struct hfix *f, unsigned flags, enum mp_mode mode)
 		.ord = 4,
 		.p2p = (flags & HF_RTR) != 0,
 		.rtr = (flags & HF_RTR) ? IW_RTR_WRITE : 0,
-		.create_flags = (flags & HF_7306) ? IW_QP_CREATE_RFC7306 : 0,
+		.create_flags = ((flags & HF_7306) ? IW_QP_CREATE_RFC7306 : 0) |
+				((flags & HF_HOLD) ? IW_QP_CREATE_RECV_HOLD : 0),
 		.no_sig_all = true,
 		.rq = (flags & HF_SMALL_RQ) ? 4 : 0,
 	};
@@ -2278,6 +2297,10 @@ static void hfix_init(struct hfix *f, unsigned flags, enum mp_mode mode)
 	w->mp.mode = mode;
 	w->tap = false;
 	w->e[0].conn.peer_siw_term = flags & HF_SIW;
+	if (flags & HF_HOLD_SMALL) {
+		w->e[0].conn.hold_msgs = 2;
+		w->e[0].conn.hold_bytes = 100;
+	}
 	f->qp = w->e[0].qp;
 	world_start(w);
 	struct host *h = &f->h;
@@ -2866,6 +2889,123 @@ static void a_atomic_host_misaligned(struct hfix *f)
 	ck_assert_int_eq(iw_dereg_mr(fr), 0);
 }
 
+/* Receive hold (HF_HOLD): the three posted receives taken by three Sends. */
+static void hold_consume3(struct hfix *f)
+{
+	for (int i = 0; i < 3; i++)
+		host_untagged(&f->h, IW_OP_SEND, "abcdefgh", 8);
+	for (int i = 0; i < 3; i++)
+		expect_wc(f->w.e[0].rcq, 100 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_RECV);
+	f->nrecv_done = 3;
+}
+
+/* HF_HOLD_SMALL holds two messages: the third is one too many. */
+static void a_hold_num_limit(struct hfix *f)
+{
+	hold_consume3(f);
+	host_untagged(&f->h, IW_OP_SEND, "held-1", 6);
+	host_untagged(&f->h, IW_OP_SEND, "held-2", 6);
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_RTS);
+	ck_assert_uint_eq(f->qp->hold.num, 2);
+	host_untagged(&f->h, IW_OP_SEND, "held-3", 6);
+}
+
+/* HF_HOLD_SMALL holds 100 octets: 60 + 41 is too many. */
+static void a_hold_byte_limit(struct hfix *f)
+{
+	uint8_t d[60];
+	fill(d, sizeof(d), 9);
+	hold_consume3(f);
+	host_untagged(&f->h, IW_OP_SEND, d, 60);
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_RTS);
+	host_untagged(&f->h, IW_OP_SEND, d, 41);
+}
+
+/* A held message longer than the receive posted for it: "message too
+ * long", found at the post, and that receive is at fault. */
+static void a_hold_too_long(struct hfix *f)
+{
+	uint8_t d[65];
+	fill(d, sizeof(d), 3);
+	hold_consume3(f);
+	host_untagged(&f->h, IW_OP_SEND, d, sizeof(d));
+	ck_assert_int_eq(qp_state(f->qp), IW_QPS_RTS);
+	f->nrecv = 4;
+	post_recv_buf(f->qp, 103, f->rbuf, 0, 64);
+	ck_assert(memcmp(f->rbuf->p, "abcdefgh", 8) == 0); /* nothing placed */
+}
+
+/* A held message whose second segment says Send with SE. */
+static void a_hold_op_changes(struct hfix *f)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX], d[20];
+	fill(d, sizeof(d), 6);
+	hold_consume3(f);
+	size_t hl = hb_untagged(hdr, IW_OP_SEND, 0, 4, 0, false);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+	hl = hb_untagged(hdr, IW_OP_SEND_SE, 0, 4, 20, true);
+	host_fpdu(&f->h, hdr, hl, d, sizeof(d));
+}
+
+/* The context's allocator fails its next (fail_left == 1) or second
+ * allocation, then allocates again. */
+static int fail_left;
+
+static bool fail_now(void)
+{
+	return fail_left > 0 && --fail_left == 0;
+}
+
+static void *fail_malloc(void *u, size_t n)
+{
+	(void)u;
+	return fail_now() ? NULL : malloc(n);
+}
+
+static void *fail_calloc(void *u, size_t k, size_t n)
+{
+	(void)u;
+	return fail_now() ? NULL : calloc(k, n);
+}
+
+static void *fail_realloc(void *u, void *p, size_t n)
+{
+	(void)u;
+	return fail_now() ? NULL : realloc(p, n);
+}
+
+static void fail_free(void *u, void *p)
+{
+	(void)u;
+	free(p);
+}
+
+static const struct iw_alloc_ops fail_ops = {fail_malloc, fail_calloc, fail_realloc, fail_free,
+					     NULL};
+
+/* Without memory for the message (its record, then its payload): the "no
+ * buffer" TERMINATE, as without hold. */
+static void hold_no_memory(struct hfix *f, int nth)
+{
+	hold_consume3(f);
+	const struct iw_alloc_ops *keep = f->w.ctx->alloc;
+	f->w.ctx->alloc = &fail_ops;
+	fail_left = nth;
+	host_untagged(&f->h, IW_OP_SEND, "no-memory", 9);
+	ck_assert_int_eq(fail_left, 0);
+	f->w.ctx->alloc = keep;
+}
+
+static void a_hold_no_memory_rec(struct hfix *f)
+{
+	hold_no_memory(f, 1);
+}
+
+static void a_hold_no_memory_data(struct hfix *f)
+{
+	hold_no_memory(f, 2);
+}
+
 #define HF_ALL 0
 static const struct hcase hcases[] = {
 	{"write invalid STag", HF_ALL, a_write_inv_stag, IW_TERM_DDP_T_INV_STAG,
@@ -2902,6 +3042,18 @@ static const struct hcase hcases[] = {
 	 COPY_DDP_RDMA, 0, 0},
 	{"no receive posted", HF_ALL, a_no_recv, IW_TERM_DDP_U_NO_BUF, IW_EVENT_QP_REQ_ERR,
 	 COPY_DDP, 0, 0},
+	{"hold: one message too many", HF_HOLD | HF_HOLD_SMALL, a_hold_num_limit,
+	 IW_TERM_DDP_U_NO_BUF, IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
+	{"hold: octets beyond the limit", HF_HOLD | HF_HOLD_SMALL, a_hold_byte_limit,
+	 IW_TERM_DDP_U_NO_BUF, IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
+	{"hold: longer than its receive", HF_HOLD, a_hold_too_long, IW_TERM_DDP_U_TOO_LONG,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, IW_WC_LOC_LEN_ERR, 0},
+	{"hold: opcode changes mid-message", HF_HOLD, a_hold_op_changes, IW_TERM_RDMAP_OPCODE,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
+	{"hold: no memory for the record", HF_HOLD, a_hold_no_memory_rec, IW_TERM_DDP_U_NO_BUF,
+	 IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
+	{"hold: no memory for the payload", HF_HOLD, a_hold_no_memory_data,
+	 IW_TERM_DDP_U_NO_BUF, IW_EVENT_QP_REQ_ERR, COPY_DDP, 0, 0},
 	{"MSN out of range", HF_ALL, a_msn_range, IW_TERM_DDP_U_MSN_RANGE, IW_EVENT_QP_REQ_ERR,
 	 COPY_DDP, 0, 0},
 	{"message too long", HF_ALL, a_too_long, IW_TERM_DDP_U_TOO_LONG, IW_EVENT_QP_REQ_ERR,
@@ -3908,6 +4060,192 @@ START_TEST(test_last_wqe_reached)
 }
 END_TEST
 
+/* ================================================================ receive hold */
+
+/* What B should find in the receive that takes each held message. */
+struct hold_msg {
+	uint64_t id;
+	enum iw_wr_opcode op;
+	unsigned flags;       /* IW_SEND_* */
+	size_t len;           /* payload */
+	uint32_t imm;
+	enum iw_wc_opcode wc_op;
+	unsigned wc_flags;
+};
+
+static const struct hold_msg hold_msgs[] = {
+	{1, IW_WR_SEND, 0, 10, 0, IW_WC_RECV, 0},
+	/* Several DDP segments (MULPDU under 1460), reassembled in the hold. */
+	{2, IW_WR_SEND, IW_SEND_SOLICITED, 5000, 0, IW_WC_RECV, IW_WC_SOLICITED},
+	{3, IW_WR_SEND_WITH_IMM, 0, 0, 0xA1B2C3D4u, IW_WC_RECV_RDMA_WITH_IMM, IW_WC_WITH_IMM},
+	{4, IW_WR_RDMA_WRITE_WITH_IMM, IW_SEND_SOLICITED, 700, 0x01020304u,
+	 IW_WC_RECV_RDMA_WITH_IMM, IW_WC_WITH_IMM | IW_WC_SOLICITED},
+	{5, IW_WR_SEND, 0, 0, 0, IW_WC_RECV, 0},
+	{6, IW_WR_SEND, 0, 3000, 0, IW_WC_RECV, 0},
+};
+#define NUM_HOLD_MSGS (sizeof(hold_msgs) / sizeof(hold_msgs[0]))
+
+static void hold_post(struct world *w, const struct hold_msg *m, struct buf *src, struct buf *wt)
+{
+	fill(src->p, m->len, (uint32_t)m->id);
+	struct iw_sge sg = sge_of(src, 0, m->len);
+	struct iw_send_wr wr = wr_of(m->id, m->op, m->flags, &sg, m->len ? 1 : 0);
+	wr.imm_data = m->imm;
+	wr.wr.rdma.remote_addr = (uintptr_t)wt->p;
+	wr.wr.rdma.rkey = wt->mr->rkey;
+	ck_assert_int_eq(post_wr(w->e[0].qp, &wr), 0);
+	pump(w);
+	expect_wc(w->e[0].scq, m->id, IW_WC_SUCCESS, iw_wr_info(m->op)->wc);
+}
+
+/* A receive posted now takes the oldest held message: its completion is
+ * there when iw_post_recv returns. */
+static void hold_take(struct world *w, const struct hold_msg *m, struct buf *dst)
+{
+	memset(dst->p, 0, dst->len);
+	post_recv_buf(w->e[1].qp, 100 + m->id, dst, 0, dst->len);
+	struct iw_wc wc = expect_wc(w->e[1].rcq, 100 + m->id, IW_WC_SUCCESS, m->wc_op);
+	ck_assert_uint_eq(wc.wc_flags, m->wc_flags);
+	ck_assert_uint_eq(wc.imm_data, m->wc_flags & IW_WC_WITH_IMM ? m->imm : 0);
+	bool recv = m->wc_op == IW_WC_RECV;
+	ck_assert_uint_eq(wc.byte_len, recv ? m->len : 0);
+	uint8_t *want = calloc(1, dst->len);
+	if (recv)
+		fill(want, m->len, (uint32_t)m->id);
+	ck_assert_msg(memcmp(dst->p, want, dst->len) == 0, "message %llu: data differs",
+		      (unsigned long long)m->id);
+	free(want);
+	expect_empty(w->e[1].rcq);
+}
+
+static void hold_world(struct world *w, int mode)
+{
+	struct cfg g = {.create_flags = IW_QP_CREATE_RECV_HOLD | IW_QP_CREATE_RFC7306,
+			.crc = mode & 1, .mk_ab = mode & 1};
+	world_new(w, &g);
+	w->mp.mode = (enum mp_mode)(mode % MP_NUM_MODES);
+	w->mp.partial = mode >= MP_NUM_MODES;
+	world_start(w);
+}
+
+/* Sends, Sends with SE and immediate data, a Write with immediate and an
+ * empty Send, all before B posts a receive: B holds them and each receive
+ * posted later takes the next, with its bytes, length, immediate data and
+ * flags. One that arrives while others are held waits behind them, and
+ * once the hold is empty arrivals take posted receives again. */
+START_TEST(test_hold_in_order)
+{
+	struct world w;
+	hold_world(&w, _i);
+	struct end *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 8192, 0);
+	struct buf *wt = buf_new(&w, w.pd, 1024, ACC_RW);
+	struct buf *dst = buf_new(&w, w.pd, 5000, IW_ACCESS_LOCAL_WRITE);
+	for (size_t i = 0; i + 1 < NUM_HOLD_MSGS; i++)
+		hold_post(&w, &hold_msgs[i], src, wt);
+	expect_empty(B->rcq);
+	ck_assert_int_eq(qp_state(B->qp), IW_QPS_RTS);
+	ck_assert_uint_eq(B->qp->hold.num, NUM_HOLD_MSGS - 1);
+	for (size_t i = 0; i < 2; i++)
+		hold_take(&w, &hold_msgs[i], dst);
+	hold_post(&w, &hold_msgs[NUM_HOLD_MSGS - 1], src, wt); /* behind the rest */
+	for (size_t i = 2; i < NUM_HOLD_MSGS; i++)
+		hold_take(&w, &hold_msgs[i], dst);
+	uint8_t want[700];
+	fill(want, sizeof(want), 4);
+	ck_assert(memcmp(wt->p, want, sizeof(want)) == 0); /* the Write part */
+	ck_assert_uint_eq(B->qp->hold.num, 0);
+	ck_assert_uint_eq(B->qp->hold.bytes, 0);
+	post_recv_buf(B->qp, 200, dst, 0, dst->len);
+	hold_post(&w, &hold_msgs[0], src, wt);
+	expect_wc(B->rcq, 200, IW_WC_SUCCESS, IW_WC_RECV);
+	tap_check(&w);
+	ck_assert_int_eq(qp_state(B->qp), IW_QPS_RTS);
+	world_free(&w);
+}
+END_TEST
+
+/* A Send with Invalidate held for its receive invalidates the STag when it
+ * arrives, as it would with a receive posted. */
+START_TEST(test_hold_send_inv)
+{
+	struct world w;
+	hold_world(&w, 0);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct iw_mr *fr;
+	struct buf *mem, *m = buf_new(&w, w.pd, 512, 0);
+	struct buf *r = buf_new(&w, w.pd, 512, IW_ACCESS_LOCAL_WRITE);
+	uint32_t key = inv_target(&w, &fr, &mem);
+	pump(&w);
+	expect_wc(B->scq, 1, IW_WC_SUCCESS, IW_WC_REG_MR);
+	fill(m->p, 512, 8);
+	struct iw_sge sg = sge_of(m, 0, 300);
+	struct iw_send_wr wr = wr_of(3, IW_WR_SEND_WITH_INV, IW_SEND_SOLICITED, &sg, 1);
+	wr.invalidate_rkey = key;
+	ck_assert_int_eq(post_wr(A->qp, &wr), 0);
+	pump(&w);
+	expect_wc(A->scq, 3, IW_WC_SUCCESS, IW_WC_SEND);
+	expect_empty(B->rcq);
+	/* Invalidated already: a Write to it fails though nothing completed. */
+	inv_write_refused(&w, &sg, mem, key);
+	/* The QP is in ERR: the held Send is dropped, never completed. */
+	post_recv_buf(B->qp, 2, r, 0, 512);
+	expect_wc(B->rcq, 2, IW_WC_WR_FLUSH_ERR, IW_WC_RECV);
+	expect_empty(B->rcq);
+	ck_assert_uint_eq(B->qp->hold.num, 0);
+	ck_assert_int_eq(iw_dereg_mr(fr), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* The hold is for a QP's own receive queue: not with an SRQ, and no
+ * other flag bit is taken. */
+START_TEST(test_hold_create)
+{
+	struct cfg g = {.srq = true};
+	struct world w;
+	world_new(&w, &g);
+	struct iw_qp_init_attr a = {.send_cq = w.e[0].scq, .recv_cq = w.e[0].rcq, .srq = w.srq,
+				    .cap = {.max_send_wr = 4}, .qp_type = IW_QPT_RC,
+				    .create_flags = IW_QP_CREATE_RECV_HOLD};
+	errno = 0;
+	ck_assert_ptr_null(iw_create_qp(w.pd, &a));
+	ck_assert_int_eq(errno, EINVAL);
+	a.srq = NULL;
+	a.cap.max_recv_wr = 4;
+	a.create_flags = IW_QP_CREATE_RECV_HOLD << 1;
+	ck_assert_ptr_null(iw_create_qp(w.pd, &a));
+	a.create_flags = IW_QP_CREATE_RECV_HOLD;
+	struct iw_qp *qp = iw_create_qp(w.pd, &a);
+	ck_assert_ptr_nonnull(qp);
+	ck_assert_uint_eq(qp->hold.max_num, 4); /* the receive queue's depth */
+	ck_assert_uint_eq(qp->hold.max_bytes, IW_RECV_HOLD_BYTES_DEFAULT);
+	ck_assert_int_eq(iw_destroy_qp(qp), 0);
+	world_free(&w);
+}
+END_TEST
+
+/* Held messages end with the QP: no completion for them when the
+ * connection drops or the QP is destroyed, and nothing leaks (the
+ * valgrind and ASan runs check). */
+START_TEST(test_hold_dropped_at_end)
+{
+	struct world w;
+	hold_world(&w, 0);
+	struct end *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 8192, 0);
+	struct buf *wt = buf_new(&w, w.pd, 1024, ACC_RW);
+	for (size_t i = 0; i < 3; i++)
+		hold_post(&w, &hold_msgs[i], src, wt);
+	ck_assert_uint_eq(B->qp->hold.num, 3);
+	if (_i)
+		iw_qp_conn_lost(B->qp, true);
+	expect_empty(B->rcq);
+	ck_assert_uint_eq(B->qp->hold.num, _i ? 0 : 3);
+	world_free(&w); /* destroys B with whatever is still held */
+}
+END_TEST
+
 /* ================================================================ suite */
 
 Suite *suite_qp(void)
@@ -3972,6 +4310,14 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_local_inv_waits_for_placement, 0, 4);
 	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_destroy_forgets_events);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hold");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_hold_in_order, 0, 2 * MP_NUM_MODES);
+	tcase_add_test(tc, test_hold_send_inv);
+	tcase_add_test(tc, test_hold_create);
+	tcase_add_loop_test(tc, test_hold_dropped_at_end, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -264,6 +264,7 @@ enum iw_conn_opts_mask {
 	IW_CONN_OPTS_RCVBUF = 1 << 7,      /* rcvbuf */
 	IW_CONN_OPTS_REFUSED_RETRY = 1 << 8, /* refused_retry_ms */
 	IW_CONN_OPTS_RELISTEN = 1 << 9,      /* relisten_ms */
+	IW_CONN_OPTS_RECV_HOLD = 1 << 10,    /* recv_hold_msgs and recv_hold_bytes */
 };
 
 /* A connection's tuning: what libiwarp otherwise fixes at the defaults
@@ -340,6 +341,13 @@ struct iw_conn_opts {
 	 * says EADDRINUSE). 0, the default: closed at once. At most
 	 * IW_RELISTEN_MS_MAX. */
 	uint32_t relisten_ms;
+	/* The QP's receive hold (IW_QP_CREATE_RECV_HOLD in <iwarp/verbs.h>;
+	 * without that flag these do nothing): messages held at most
+	 * (0, the default: the QP's max_recv_wr) and octets held at most
+	 * (0, the default: 64 MiB). One more, or a larger one, gets the "no
+	 * buffer" TERMINATE. */
+	uint32_t recv_hold_msgs;
+	uint64_t recv_hold_bytes;
 };
 
 /*

@@ -956,6 +956,29 @@ enum iw_qp_create_flags {
 	/* RFC 7306 atomics and immediate data on this QP: only peers that
 	 * implement RFC 7306 understand them (siw and Chelsio do not). */
 	IW_QP_CREATE_RFC7306 = 1 << 0,
+	/* Hold a message that finds no posted receive instead of ending the
+	 * connection: InfiniBand's RNR retry, emulated on the receiving side
+	 * only (the peer sees an ordinary iWARP QP). Off, a Send, Send with
+	 * Invalidate or Immediate Data message (a Write with immediate data)
+	 * that finds the receive queue empty gets RFC 5041's "no buffer"
+	 * TERMINATE (DDP 2/0x02), as on siw and Chelsio. On, its payload is
+	 * copied aside; the next iw_post_recv completes it into the new
+	 * receive at once (its completion, with the message's length,
+	 * immediate data, solicited and invalidate flags, is queued by that
+	 * call, waking a solicited-only notification as an arrival would).
+	 * While anything is held, later messages are held behind it, so
+	 * receives complete in the order the messages were sent. A held
+	 * message longer than the receive that takes it ends the QP as an
+	 * overlong Send does (DDP "message too long" TERMINATE, the receive
+	 * completes with IW_WC_LOC_LEN_ERR; it is found when the receive is
+	 * posted). A Send with Invalidate invalidates its STag on arrival.
+	 * Bounded per QP by iw_conn_opts recv_hold_msgs (default: max_recv_wr
+	 * messages) and recv_hold_bytes (default 64 MiB); beyond them, or
+	 * without memory, the "no buffer" TERMINATE as without the flag.
+	 * Messages still held when the QP enters ERR or is destroyed are
+	 * dropped without a completion: the peer's Send completed when it
+	 * was written, not when it was received. Not with an SRQ. */
+	IW_QP_CREATE_RECV_HOLD = 1 << 1,
 };
 
 struct iw_qp_init_attr {
@@ -984,7 +1007,9 @@ struct iw_qp_init_attr {
  * Errors:
  *   EINVAL  pd, attr, attr->send_cq or attr->recv_cq is NULL, qp_type is
  *           not IW_QPT_RC, create_flags has bits other than
- *           IW_QP_CREATE_RFC7306, or a cap is out of range.
+ *           IW_QP_CREATE_RFC7306 and IW_QP_CREATE_RECV_HOLD,
+ *           IW_QP_CREATE_RECV_HOLD with an SRQ, or a cap is out of
+ *           range.
  *   ENOMEM  Out of memory.
  */
 struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr);

@@ -179,6 +179,8 @@ static void start_qp(struct iw_conn *c)
 		.ord = c->res.ord,
 		.mulpdu = iw_mpa_mulpdu(c->mss ? c->mss : 1460, c->res.markers_tx),
 		.peer_siw_term = c->opts.peer_siw_term,
+		.hold_msgs = c->tune.recv_hold_msgs,
+		.hold_bytes = c->tune.recv_hold_bytes,
 	};
 	/* Keep the peer's private data for the ESTABLISHED event. */
 	c->peer_pd_len = c->hs.peer.pd_len;

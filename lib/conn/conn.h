@@ -84,6 +84,8 @@ struct iw_conn_tune {
 	uint32_t sndbuf, rcvbuf;  /* SO_SNDBUF, SO_RCVBUF */
 	uint32_t refused_retry_ms; /* initiator: dial again after a refusal this long */
 	uint32_t relisten_ms;      /* listener: park its socket this long when destroyed */
+	uint32_t recv_hold_msgs;   /* the QP's receive hold limits (0: its defaults) */
+	uint64_t recv_hold_bytes;
 	/* Not an option: a polled connection's first read pause (lib/io), so
 	 * that a test can take the pause timer out of the picture. */
 	uint32_t poll_pause_ms;

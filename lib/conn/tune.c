@@ -20,7 +20,7 @@
 	(IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT | IW_CONN_OPTS_DIRECT_MIN |       \
 	 IW_CONN_OPTS_MAX_PENDING | IW_CONN_OPTS_KEEPALIVE | IW_CONN_OPTS_USER_TIMEOUT | \
 	 IW_CONN_OPTS_SNDBUF | IW_CONN_OPTS_RCVBUF | IW_CONN_OPTS_REFUSED_RETRY |      \
-	 IW_CONN_OPTS_RELISTEN)
+	 IW_CONN_OPTS_RELISTEN | IW_CONN_OPTS_RECV_HOLD)
 
 void iw_conn_tune_default(struct iw_conn_tune *t)
 {
@@ -87,6 +87,10 @@ int iw_conn_tune_set(struct iw_conn_tune *t, const struct iw_conn_opts *o)
 		t->refused_retry_ms = o->refused_retry_ms;
 	if (m & IW_CONN_OPTS_RELISTEN)
 		t->relisten_ms = o->relisten_ms;
+	if (m & IW_CONN_OPTS_RECV_HOLD) {
+		t->recv_hold_msgs = o->recv_hold_msgs;
+		t->recv_hold_bytes = o->recv_hold_bytes;
+	}
 	return 0;
 }
 
@@ -107,5 +111,7 @@ void iw_conn_tune_get(const struct iw_conn_tune *t, struct iw_conn_opts *o)
 		.rcvbuf = t->rcvbuf,
 		.refused_retry_ms = t->refused_retry_ms,
 		.relisten_ms = t->relisten_ms,
+		.recv_hold_msgs = t->recv_hold_msgs,
+		.recv_hold_bytes = t->recv_hold_bytes,
 	};
 }

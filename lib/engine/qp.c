@@ -42,6 +42,32 @@ static bool qp_slot_take(struct iw_context *ctx)
 	return false;
 }
 
+/* ------------------------------------------------------------ hold memory */
+
+/* The held messages' memory (their delivery is qp_recv.c's): here, since
+ * a QP that ends frees them wherever it is. */
+void iw_qp_held_free_locked(struct iw_qp *qp, struct iw_held *h)
+{
+	qp->hold.num--;
+	qp->hold.bytes -= h->cap;
+	iw_free(qp->context->alloc, h->data);
+	iw_free(qp->context->alloc, h);
+}
+
+void iw_qp_hold_free_locked(struct iw_qp *qp)
+{
+	if (qp->in.held) {
+		qp->in.held = false;
+		qp->in.dst = NULL; /* it pointed into hold.tail */
+	}
+	while (qp->hold.head) {
+		struct iw_held *h = qp->hold.head;
+		qp->hold.head = h->next;
+		iw_qp_held_free_locked(qp, h);
+	}
+	qp->hold.tail = NULL;
+}
+
 /* ------------------------------------------------------------ create */
 
 static int cap_valid(const struct iw_qp_init_attr *a)
@@ -103,7 +129,7 @@ static int sq_alloc(struct iw_qp *qp)
 	return sq ? 0 : ENOMEM;
 }
 
-static int rq_alloc(struct iw_qp *qp)
+int iw_qp_rq_alloc_locked(struct iw_qp *qp)
 {
 	struct iw_rwqe *rq = ring_alloc(qp, qp->rq_size, sizeof(*rq), &qp->rq_sges,
 					qp->cap.max_recv_sge);
@@ -117,6 +143,7 @@ static int rq_alloc(struct iw_qp *qp)
 static void qp_free(struct iw_qp *qp)
 {
 	const struct iw_alloc_ops *a = qp->context->alloc;
+	iw_qp_hold_free_locked(qp); /* nobody else holds a pointer to it now */
 	iw_free(a, qp->sq);
 	iw_free(a, qp->rq);
 	iw_wqe_sges_free(&qp->sq_sges);
@@ -130,7 +157,8 @@ static void qp_free(struct iw_qp *qp)
 IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr)
 {
 	if (!pd || !attr || !attr->send_cq || !attr->recv_cq || attr->qp_type != IW_QPT_RC ||
-	    (attr->create_flags & ~(uint32_t)IW_QP_CREATE_RFC7306) || !cap_valid(attr)) {
+	    (attr->create_flags & ~(uint32_t)(IW_QP_CREATE_RFC7306 | IW_QP_CREATE_RECV_HOLD)) ||
+	    ((attr->create_flags & IW_QP_CREATE_RECV_HOLD) && attr->srq) || !cap_valid(attr)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -156,6 +184,8 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 	if (qp->cap.max_inline_data < 256)
 		qp->cap.max_inline_data = 256;
 	qp_size_rings(qp);
+	qp->hold.max_num = qp->cap.max_recv_wr;
+	qp->hold.max_bytes = IW_RECV_HOLD_BYTES_DEFAULT;
 	if (!qp_slot_take(qp->context)) {
 		qp_free(qp);
 		errno = ENOMEM;
@@ -447,6 +477,7 @@ void iw_qp_flush_rq_locked(struct iw_qp *qp)
 		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size], IW_WC_WR_FLUSH_ERR);
 		qp->rq_head++;
 	}
+	iw_qp_hold_free_locked(qp); /* never completions: nothing to flush */
 	last_wqe_reached(qp);
 }
 
@@ -584,42 +615,6 @@ IW_EXPORT int iw_bind_mw(struct iw_qp *qp, struct iw_mw *mw, struct iw_mw_bind *
 	return rc;
 }
 
-IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr)
-{
-	int rc = 0;
-
-	if (!qp)
-		return EINVAL;
-	if (qp->srq) {
-		if (bad_wr)
-			*bad_wr = wr;
-		return EINVAL;
-	}
-	iw_qp_lock(qp);
-	for (; wr; wr = wr->next) {
-		if (qp->state == IW_QPS_RESET) {
-			rc = EINVAL;
-			break;
-		}
-		if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr || (!qp->rq && rq_alloc(qp))) {
-			rc = ENOMEM;
-			break;
-		}
-		rc = iw_rwqe_fill(&qp->rq[qp->rq_tail % qp->rq_size], qp->context, qp->pd, wr,
-				  qp->cap.max_recv_sge);
-		if (rc)
-			break;
-		qp->rq_tail++;
-	}
-	/* Receives never wait for the transmit queue: flush them at once. */
-	if (qp->state == IW_QPS_ERR)
-		iw_qp_flush_rq_locked(qp);
-	iw_qp_unlock(qp);
-	if (rc && bad_wr)
-		*bad_wr = wr;
-	return rc;
-}
-
 unsigned iw_qp_take_events(struct iw_qp *qp)
 {
 	iw_qp_lock(qp);
@@ -686,6 +681,10 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c)
 	iw_fpdu_rx_init(&qp->frx, c->crc, c->markers_rx, 0, 0, IW_QP_RX_FLAGS);
 	for (int i = 0; i < 4; i++)
 		qp->tx_msn[i] = qp->rx_msn[i] = 1;
+	if (c->hold_msgs)
+		qp->hold.max_num = c->hold_msgs;
+	if (c->hold_bytes)
+		qp->hold.max_bytes = c->hold_bytes;
 	qp->rtr_pending = c->p2p && c->initiator;
 	qp->rtr_wait = c->p2p && !c->initiator;
 	if (!c->p2p)

@@ -161,6 +161,25 @@ struct iw_txq {
 
 struct iw_srq;
 
+/* A message held for a receive not posted yet (qp_recv.c): the RNR
+ * emulation of IW_QP_CREATE_RECV_HOLD. */
+struct iw_held {
+	struct iw_held *next;
+	uint8_t *data;           /* the payload, from the context's allocator */
+	uint64_t len, cap;       /* octets of the message; allocated at data */
+	unsigned op;             /* RDMAP opcode (a Send type or Immediate Data) */
+	enum iw_wc_opcode wc_op; /* what its receive completes as */
+	unsigned wc_flags;
+	uint32_t imm, inv;
+	bool done;               /* its last segment arrived */
+	/* The segment that reached furthest: its headers go into the "too
+	 * long" TERMINATE when the receive that takes the message is short. */
+	struct iw_ddp_seg seg;
+};
+
+/* Default of the held octets a QP may keep (iw_conn_opts.recv_hold_bytes). */
+#define IW_RECV_HOLD_BYTES_DEFAULT (64u << 20)
+
 struct iw_qp {
 	struct iw_context *context;
 	struct iw_pd *pd;
@@ -249,8 +268,17 @@ struct iw_qp {
 		unsigned send_op;     /* opcode of the untagged Send in progress */
 		uint32_t mo;          /* untagged: MO of the segment */
 		bool last;
+		bool held;            /* the segment goes to hold.tail (in.dst) */
 		struct iw_irqe irqe;  /* Read Request / atomic validated, queued at its end */
 	} in;
+
+	/* Messages held for receives not posted yet, oldest first (qp_recv.c);
+	 * bounded by max_num messages and max_bytes allocated octets. */
+	struct {
+		struct iw_held *head, *tail;
+		uint32_t num, max_num;
+		uint64_t bytes, max_bytes;
+	} hold;
 
 	/* error */
 	uint32_t term;        /* TERMINATE sent or received, or IW_TERM_NONE */
@@ -358,6 +386,30 @@ enum iw_wc_status iw_term_wc_status(uint32_t term, bool from_peer);
 /* w caused the QP's error: it completes, in its turn, with the status the
  * table gives for term instead of flushing. */
 void iw_qp_fault_swqe_locked(struct iw_swqe *w, uint32_t term, bool from_peer);
+/* RNR emulation (qp_recv.c; the memory in qp.c). Whether new untagged messages must be held:
+ * something is held already (they are delivered in MSN order). */
+static inline bool iw_qp_holding(const struct iw_qp *qp)
+{
+	return qp->hold.head != NULL;
+}
+/* Whether the QP may hold a message that finds no receive. */
+bool iw_qp_hold_on(const struct iw_qp *qp);
+/* The header of a segment of a held message (a new one, or the one being
+ * held): room for its payload, in.dst and in.held set. 0 or the TERMINATE
+ * (no buffer beyond the limits or without memory). */
+uint16_t iw_qp_hold_seg_locked(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op);
+/* The segment ended: at the message's last, its MSN, invalidation and
+ * completion fields, then delivery if a receive waits. 0 or a TERMINATE. */
+uint16_t iw_qp_hold_end_locked(struct iw_qp *qp, const struct iw_ddp_seg *s);
+/* Complete held messages into posted receives, oldest first. */
+void iw_qp_hold_deliver_locked(struct iw_qp *qp);
+/* Drop every held message (ERR, destroy): they never completed. */
+void iw_qp_hold_free_locked(struct iw_qp *qp);
+/* Drop one held message, unlinked by the caller. */
+void iw_qp_held_free_locked(struct iw_qp *qp, struct iw_held *h);
+/* The RQ's ring, allocated at the first post. 0 or ENOMEM. */
+int iw_qp_rq_alloc_locked(struct iw_qp *qp);
+
 /* Drop the transmit queue unsent, with the references its marks hold. */
 void iw_qp_txq_discard_locked(struct iw_qp *qp);
 

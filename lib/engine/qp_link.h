@@ -40,6 +40,9 @@ struct iw_qp_conn {
 	uint16_t ird, ord;
 	uint32_t mulpdu;    /* from the live MSS */
 	bool peer_siw_term; /* read the peer's TERMINATE with siw's layout */
+	/* IW_QP_CREATE_RECV_HOLD limits (iw_conn_opts); 0: the QP's defaults */
+	uint32_t hold_msgs;
+	uint64_t hold_bytes;
 };
 
 /* What the engine says after a locked step (rx_batch, poll). */

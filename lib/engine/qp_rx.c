@@ -16,6 +16,9 @@
  *  - A Send longer than the posted receive: DDP "message too long"
  *    (1/2/0x05); siw reports "no buffer" (0x02) instead.
  *  - Zero-length tagged segments are not validated (interop.md rule 4).
+ *  - A Send or Immediate Data message that finds no receive: "no buffer"
+ *    (1/2/0x02), unless the QP holds it for a later receive
+ *    (IW_QP_CREATE_RECV_HOLD, qp_recv.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -145,6 +148,18 @@ static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	return t;
 }
 
+/* A receive for a new untagged message, or (RNR emulation) the message
+ * held: behind what is held already, or when the RQ is empty. */
+static uint16_t take_or_hold(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	if (iw_qp_holding(qp))
+		return iw_qp_hold_seg_locked(qp, s, op);
+	uint16_t t = take_rwqe(qp);
+	if (t == IW_TERM_DDP_U_NO_BUF && iw_qp_hold_on(qp))
+		return iw_qp_hold_seg_locked(qp, s, op);
+	return t;
+}
+
 static uint16_t hdr_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
 {
 	if (s->ddp.msn != qp->rx_msn[IW_QN_SEND])
@@ -153,8 +168,8 @@ static uint16_t hdr_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned 
 		if (qp->in.send_op != op) /* another message inside this one */
 			return fault_rwqe(qp, IW_TERM_RDMAP_OPCODE);
 	} else {
-		uint16_t t = take_rwqe(qp);
-		if (t)
+		uint16_t t = take_or_hold(qp, s, op);
+		if (t || qp->in.held)
 			return t;
 	}
 	/* A segment that starts outside the buffer has a bad MO (RFC 5041
@@ -221,7 +236,7 @@ static uint16_t hdr_untagged_simple(struct iw_qp *qp, const struct iw_ddp_seg *s
 	if (op == IW_OP_IMM || op == IW_OP_IMM_SE) {
 		if (qp->in.have_rwqe)
 			return IW_TERM_RDMAP_OPCODE;
-		return take_rwqe(qp);
+		return take_or_hold(qp, s, op);
 	}
 	/* Atomic response: ours must be the oldest outstanding request. */
 	if (qp->orq_cnt == 0)
@@ -269,6 +284,7 @@ static uint16_t on_hdr(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	unsigned op = iw_ddp_opcode(&s->ddp);
 	qp->in.skip = false;
+	qp->in.held = false;
 	qp->in.dst = NULL;
 	qp->in.last = iw_ddp_last(&s->ddp);
 	if (op == IW_OP_TERMINATE) {
@@ -484,6 +500,8 @@ static uint16_t on_end(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	}
 	if (qp->in.skip && op != IW_OP_READ_RESP)
 		return 0;
+	if (qp->in.held)
+		return iw_qp_hold_end_locked(qp, s);
 	switch (op) {
 	case IW_OP_WRITE:
 		return 0;

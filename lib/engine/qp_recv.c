@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Posting receives (iw_post_recv), and the receive hold, the RNR
+ * emulation of IW_QP_CREATE_RECV_HOLD (verbs.h): the messages held for
+ * receives not posted yet, delivered as receives are posted.
+ *
+ * Verbs applications written for InfiniBand count on RNR retry: a Send
+ * that arrives before its receive is posted is retried by the sender's
+ * HCA. iWARP has no such thing (RFC 5041 ends the connection with a "no
+ * buffer" TERMINATE), so on such a QP the receiving side copies the
+ * message aside instead, and the next receive posted takes it. Nothing of
+ * this shows on the wire.
+ *
+ * Order: messages are held in MSN order and, while anything is held, new
+ * ones are held too, so receives always complete in the order the peer
+ * sent. Hence a receive posted while something is held is only ever
+ * waiting for the message being assembled (the only one not done).
+ *
+ * Completion at post time, not at the next poll: iw_cq_push is then the
+ * same path an arrival takes, so a solicited-only notification fires for
+ * an SE message when it becomes visible, and a thread asleep on the
+ * completion channel (which never polls) is woken.
+ *
+ * Memory comes from the context's allocator and is bounded per QP; no
+ * room, no memory: the "no buffer" TERMINATE the RFC gives without hold.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "engine/context.h"
+#include "engine/cq.h"
+#include "engine/qp.h"
+#include "engine/wr.h"
+#include "base/visibility.h"
+#include "wire/opcode.h"
+
+bool iw_qp_hold_on(const struct iw_qp *qp)
+{
+	return (qp->create_flags & IW_QP_CREATE_RECV_HOLD) && !qp->srq;
+}
+
+/* A new held message at the tail, or "no buffer". */
+static uint16_t held_new(struct iw_qp *qp, unsigned op, struct iw_held **out)
+{
+	if (qp->hold.num >= qp->hold.max_num)
+		return IW_TERM_DDP_U_NO_BUF;
+	struct iw_held *h = iw_calloc(qp->context->alloc, 1, sizeof(*h));
+	if (!h)
+		return IW_TERM_DDP_U_NO_BUF;
+	h->op = op;
+	if (qp->hold.tail)
+		qp->hold.tail->next = h;
+	else
+		qp->hold.head = h;
+	qp->hold.tail = h;
+	qp->hold.num++;
+	*out = h;
+	return 0;
+}
+
+/* Room for end octets: just that for the message's last segment, else
+ * doubling (a message of many segments is not copied once per segment)
+ * within what the byte limit leaves. Gaps a segment's MO leaves read as
+ * zeros. */
+static bool held_grow(struct iw_qp *qp, struct iw_held *h, uint64_t end, bool last)
+{
+	uint64_t room = qp->hold.max_bytes - (qp->hold.bytes - h->cap);
+	if (end > room)
+		return false;
+	uint64_t cap = h->cap * 2 > end ? h->cap * 2 : end;
+	if (cap > room || last)
+		cap = end;
+	uint8_t *p = iw_realloc(qp->context->alloc, h->data, (size_t)cap);
+	if (!p)
+		return false;
+	memset(p + h->cap, 0, (size_t)(cap - h->cap));
+	qp->hold.bytes += cap - h->cap;
+	h->data = p;
+	h->cap = cap;
+	return true;
+}
+
+uint16_t iw_qp_hold_seg_locked(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
+{
+	struct iw_held *h = qp->hold.tail;
+	if (h && !h->done && h->op != op)
+		return IW_TERM_RDMAP_OPCODE; /* another message inside this one */
+	if (!h || h->done) {
+		uint16_t t = held_new(qp, op, &h);
+		if (t)
+			return t;
+		h->seg = *s;
+	}
+	/* Immediate Data carries no payload to keep (its value is in the
+	 * header): the decoder drops any. */
+	bool payload = iw_opcode_has(op, IW_OPF_SEND) && s->payload_len;
+	uint64_t end = (uint64_t)s->ddp.mo + s->payload_len;
+	if (payload && end > h->cap && !held_grow(qp, h, end, iw_ddp_last(&s->ddp)))
+		return IW_TERM_DDP_U_NO_BUF;
+	qp->in.held = true;
+	qp->in.dst = payload ? h->data + s->ddp.mo : NULL;
+	return 0;
+}
+
+/* The completion fields of a message whose last segment is s. */
+static uint16_t held_finish(struct iw_qp *qp, struct iw_held *h, const struct iw_ddp_seg *s)
+{
+	h->wc_op = IW_WC_RECV;
+	if (iw_opcode_has(h->op, IW_OPF_SE))
+		h->wc_flags |= IW_WC_SOLICITED;
+	if (!iw_opcode_has(h->op, IW_OPF_SEND)) {
+		memcpy(&h->imm, s->rdmap.u.imm, 4); /* network order, as verbs */
+		h->wc_op = IW_WC_RECV_RDMA_WITH_IMM;
+		h->wc_flags |= IW_WC_WITH_IMM;
+		h->len = 0;
+	}
+	/* The STag goes now, as it would have with a receive posted. */
+	if (iw_opcode_has(h->op, IW_OPF_INV)) {
+		int t = iw_mem_invalidate(&qp->context->mem, &qp->mreq, s->ddp.inv_stag, true);
+		if (t)
+			return (uint16_t)t;
+		h->wc_flags |= IW_WC_WITH_INV;
+		h->inv = s->ddp.inv_stag;
+	}
+	h->done = true;
+	return 0;
+}
+
+uint16_t iw_qp_hold_end_locked(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	struct iw_held *h = qp->hold.tail;
+	uint64_t end = (uint64_t)s->ddp.mo + s->payload_len;
+	if (end > h->len) {
+		h->len = end;
+		h->seg = *s;
+	}
+	if (!iw_ddp_last(&s->ddp))
+		return 0;
+	qp->rx_msn[IW_QN_SEND]++;
+	uint16_t t = held_finish(qp, h, s);
+	if (!t)
+		iw_qp_hold_deliver_locked(qp);
+	return t;
+}
+
+/* A held message too long for the receive at the RQ's head: that receive
+ * is at fault (it completes with the status an overlong Send gives it)
+ * and the QP ends as it would have at the message's arrival. */
+static void deliver_too_long(struct iw_qp *qp, struct iw_held *h)
+{
+	iw_rwqe_move(&qp->in.wqe, &qp->rq[qp->rq_head % qp->rq_size]);
+	qp->rq_head++;
+	qp->in.rwqe = &qp->in.wqe.w;
+	qp->in.have_rwqe = true;
+	qp->in.rwqe_fault = iw_term_wc_status(IW_TERM_DDP_U_TOO_LONG, false);
+	iw_qp_terminate_locked(qp, IW_TERM_DDP_U_TOO_LONG, &h->seg,
+			       "a held message is longer than the receive posted for it");
+}
+
+static void deliver_one(struct iw_qp *qp, struct iw_held *h)
+{
+	struct iw_rwqe *w = &qp->rq[qp->rq_head % qp->rq_size];
+	struct iw_wc wc = {
+		.wr_id = w->wr_id,
+		.status = IW_WC_SUCCESS,
+		.vendor_err = IW_TERM_NONE,
+		.opcode = h->wc_op,
+		.byte_len = (uint32_t)h->len,
+		.imm_data = h->imm,
+		.invalidated_rkey = h->inv,
+		.qp_num = qp->qp_num,
+		.wc_flags = h->wc_flags,
+	};
+	iw_rwqe_scatter(w, 0, h->data, h->len);
+	qp->rq_head++;
+	qp->hold.head = h->next;
+	if (!qp->hold.head)
+		qp->hold.tail = NULL;
+	iw_qp_held_free_locked(qp, h);
+	iw_rwqe_release(w); /* before the completion is visible (dereg may follow) */
+	iw_cq_push(qp->recv_cq, &wc, wc.wc_flags & IW_WC_SOLICITED);
+}
+
+void iw_qp_hold_deliver_locked(struct iw_qp *qp)
+{
+	while (qp->hold.head && qp->hold.head->done && qp->rq_head != qp->rq_tail &&
+	       qp->state != IW_QPS_ERR) {
+		struct iw_held *h = qp->hold.head;
+		if (h->len > qp->rq[qp->rq_head % qp->rq_size].len) {
+			deliver_too_long(qp, h);
+			return;
+		}
+		deliver_one(qp, h);
+	}
+}
+
+/* ------------------------------------------------------------ posting */
+
+IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_recv_wr **bad_wr)
+{
+	int rc = 0;
+
+	if (!qp)
+		return EINVAL;
+	if (qp->srq) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	iw_qp_lock(qp);
+	for (; wr; wr = wr->next) {
+		if (qp->state == IW_QPS_RESET) {
+			rc = EINVAL;
+			break;
+		}
+		if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr || (!qp->rq && iw_qp_rq_alloc_locked(qp))) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = iw_rwqe_fill(&qp->rq[qp->rq_tail % qp->rq_size], qp->context, qp->pd, wr,
+				  qp->cap.max_recv_sge);
+		if (rc)
+			break;
+		qp->rq_tail++;
+	}
+	/* Receives never wait for the transmit queue: flush them at once. */
+	if (qp->state == IW_QPS_ERR)
+		iw_qp_flush_rq_locked(qp);
+	else
+		iw_qp_hold_deliver_locked(qp);
+	/* A held message too long for its receive ended the QP just now:
+	 * the glue sends the TERMINATE. */
+	bool wake = qp->wake && (qp->events & IW_QPE_ERROR);
+	iw_qp_unlock(qp);
+	if (wake)
+		qp->wake(qp);
+	if (rc && bad_wr)
+		*bad_wr = wr;
+	return rc;
+}
