@@ -91,6 +91,11 @@ extern const struct verbs_context cv_ops_template;
 int cv_errno_ptr(int err);
 void cv_qp_fill_cap(struct cv_qp *q, struct ibv_qp_cap *cap);
 int cv_rfc7306(void);
+/* IWARP_RECV_HOLD (ibv_hold.c): the create flag for a QP (none on an SRQ),
+ * and the limits for the QP of id, which has max_recv_wr receives (0 or a
+ * positive errno). */
+uint32_t cv_hold_flag(int srq);
+int cv_hold_limits(struct iw_cm_id *id, uint32_t max_recv_wr);
 void cv_cq_register(struct cv_context *c, struct cv_cq *cq, int add);
 struct ibv_cq *cv_cq_lookup(struct cv_context *c, struct iw_cq *iw);
 int cv_access_to_iw(unsigned int access, int *out);

@@ -29,7 +29,7 @@ static int cv_iw_init_attr(struct iw_qp_init_attr *d, const struct ibv_qp_init_a
 			.max_inline_data = s->cap.max_inline_data},
 		.qp_type = IW_QPT_RC,
 		.sq_sig_all = s->sq_sig_all,
-		.create_flags = cv_rfc7306() ? IW_QP_CREATE_RFC7306 : 0,
+		.create_flags = (cv_rfc7306() ? IW_QP_CREATE_RFC7306 : 0) | cv_hold_flag(s->srq != NULL),
 	};
 	/* Verbs allows a queue the application never posts to (qperf's
 	 * one-way tests: max_recv_wr 0 on the sender, max_send_wr 0 on the
@@ -67,7 +67,26 @@ static struct cv_qp *cv_qp_wrap(struct cv_qp *q, struct ibv_pd *pd, struct ibv_q
 	return q;
 }
 
-/* Make the QP: on its own (id NULL) or as id's (iw_cm_create_qp). */
+/* libiwarp's QP: on its own (id NULL) or as id's (iw_cm_create_qp), the
+ * id's receive hold sized first (IWARP_RECV_HOLD). */
+static int cv_qp_iw(struct cv_qp *q, struct iw_cm_id *id, struct iw_pd *ipd,
+		    struct iw_qp_init_attr *ia)
+{
+	int err;
+
+	if (!id) {
+		q->iw = iw_create_qp(ipd, ia);
+		return q->iw ? 0 : errno;
+	}
+	err = cv_hold_limits(id, ia->cap.max_recv_wr);
+	if (!err)
+		err = iw_cm_create_qp(id, ipd, ia);
+	q->iw = err ? NULL : id->qp;
+	q->cm = id;
+	return err;
+}
+
+/* Make the QP: on its own (id NULL) or as id's. */
 static struct ibv_qp *cv_qp_new(struct iw_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct iw_qp_init_attr ia;
@@ -78,17 +97,8 @@ static struct ibv_qp *cv_qp_new(struct iw_cm_id *id, struct ibv_pd *pd, struct i
 		err = ENOMEM;
 	if (!err)
 		err = cv_iw_init_attr(&ia, attr, q);
-	if (!err) {
-		struct iw_pd *ipd = cv_container_of(pd, struct cv_pd, pd)->iw;
-		if (id) {
-			err = iw_cm_create_qp(id, ipd, &ia);
-			q->iw = err ? NULL : id->qp;
-			q->cm = id;
-		} else {
-			q->iw = iw_create_qp(ipd, &ia);
-			err = q->iw ? 0 : errno;
-		}
-	}
+	if (!err)
+		err = cv_qp_iw(q, id, cv_container_of(pd, struct cv_pd, pd)->iw, &ia);
 	if (err) {
 		free(q);
 		errno = err;

@@ -52,10 +52,12 @@
 # and fio's server, whose getevents() answers an error completion by
 # waiting for the next CQ event, waits for ever (it is blocked in
 # ibv_get_cq_event, not in a teardown call; so it would on any RDMA device
-# after a failed completion). A receive hold that stands in for RNR retry
-# removes the TERMINATE, but must also keep the messages it holds when the
-# client's FIN arrives: fio's client disconnects as soon as its last Send
-# completes locally (on InfiniBand, once the server has the message), so
+# after a failed completion). compat/'s receive hold
+# (IW_QP_CREATE_RECV_HOLD), which stands in for RNR retry, removes the
+# TERMINATE (the send cases pass 7 of 9 on a loaded machine), but must
+# also keep the messages it holds when the client's FIN arrives: fio's
+# client disconnects as soon as its last Send completes locally (on
+# InfiniBand, once the server has the message), so
 # with a server a few receives behind (1500-octet Sends two deep) the FIN
 # comes while messages are still held, and dropping them at that graceful
 # close flushes the receives fio posts next, with the same endless wait.
