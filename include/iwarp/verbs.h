@@ -975,9 +975,13 @@ enum iw_qp_create_flags {
 	 * Bounded per QP by iw_conn_opts recv_hold_msgs (default: max_recv_wr
 	 * messages) and recv_hold_bytes (default 64 MiB); beyond them, or
 	 * without memory, the "no buffer" TERMINATE as without the flag.
-	 * Messages still held when the QP enters ERR or is destroyed are
-	 * dropped without a completion: the peer's Send completed when it
-	 * was written, not when it was received. Not with an SRQ. */
+	 * The peer's Send completed when it was written, not when it was
+	 * received: so when the QP enters ERR without a TERMINATE (the
+	 * connection closed or was reset, or iw_modify_qp), the messages
+	 * held whole stay, and the receives posted next take them (then
+	 * receives flush as usual); after a TERMINATE, at RESET and at
+	 * iw_destroy_qp they are dropped without a completion. Not with an
+	 * SRQ. */
 	IW_QP_CREATE_RECV_HOLD = 1 << 1,
 };
 

@@ -68,6 +68,23 @@ void iw_qp_hold_free_locked(struct iw_qp *qp)
 	qp->hold.tail = NULL;
 }
 
+/* The QP is in ERR. Held messages were never completions: nothing to
+ * flush. Without a TERMINATE (the connection closed or was reset, or the
+ * application failed the QP) they arrived whole before the end, as into
+ * receives posted in time, so they stay for the receives posted next
+ * (qp_recv.c): fio's client disconnects as soon as its last Send is
+ * written. After a TERMINATE, or with a message cut short, they go. */
+static void hold_at_err(struct iw_qp *qp)
+{
+	struct iw_held *t = qp->hold.tail;
+	if (qp->terminated || (t && !t->done)) {
+		iw_qp_hold_free_locked(qp);
+		return;
+	}
+	qp->in.held = false;
+	qp->in.dst = NULL;
+}
+
 /* ------------------------------------------------------------ create */
 
 static int cap_valid(const struct iw_qp_init_attr *a)
@@ -274,6 +291,7 @@ static bool transition_ok(enum iw_qp_state cur, enum iw_qp_state next)
 static void reset_locked(struct iw_qp *qp)
 {
 	iw_qp_flush_locked(qp);
+	iw_qp_hold_free_locked(qp); /* kept at ERR for receives; not past RESET */
 	qp->sq_head = qp->sq_tail = qp->sq_next = 0;
 	qp->rq_head = qp->rq_tail = 0;
 	qp->orq_head = qp->orq_cnt = 0;
@@ -477,7 +495,7 @@ void iw_qp_flush_rq_locked(struct iw_qp *qp)
 		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size], IW_WC_WR_FLUSH_ERR);
 		qp->rq_head++;
 	}
-	iw_qp_hold_free_locked(qp); /* never completions: nothing to flush */
+	hold_at_err(qp);
 	last_wqe_reached(qp);
 }
 

@@ -403,7 +403,8 @@ uint16_t iw_qp_hold_seg_locked(struct iw_qp *qp, const struct iw_ddp_seg *s, uns
 uint16_t iw_qp_hold_end_locked(struct iw_qp *qp, const struct iw_ddp_seg *s);
 /* Complete held messages into posted receives, oldest first. */
 void iw_qp_hold_deliver_locked(struct iw_qp *qp);
-/* Drop every held message (ERR, destroy): they never completed. */
+/* Drop every held message (TERMINATE, RESET, destroy): they never
+ * completed. */
 void iw_qp_hold_free_locked(struct iw_qp *qp);
 /* Drop one held message, unlinked by the caller. */
 void iw_qp_held_free_locked(struct iw_qp *qp, struct iw_held *h);

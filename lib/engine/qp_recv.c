@@ -154,6 +154,10 @@ static void deliver_too_long(struct iw_qp *qp, struct iw_held *h)
 	qp->in.rwqe = &qp->in.wqe.w;
 	qp->in.have_rwqe = true;
 	qp->in.rwqe_fault = iw_term_wc_status(IW_TERM_DDP_U_TOO_LONG, false);
+	if (qp->state == IW_QPS_ERR) {
+		iw_qp_hold_free_locked(qp); /* after a close: nobody to tell */
+		return;
+	}
 	iw_qp_terminate_locked(qp, IW_TERM_DDP_U_TOO_LONG, &h->seg,
 			       "a held message is longer than the receive posted for it");
 }
@@ -184,8 +188,8 @@ static void deliver_one(struct iw_qp *qp, struct iw_held *h)
 
 void iw_qp_hold_deliver_locked(struct iw_qp *qp)
 {
-	while (qp->hold.head && qp->hold.head->done && qp->rq_head != qp->rq_tail &&
-	       qp->state != IW_QPS_ERR) {
+	/* In ERR the hold is what a close left (qp.c, hold_at_err). */
+	while (qp->hold.head && qp->hold.head->done && qp->rq_head != qp->rq_tail) {
 		struct iw_held *h = qp->hold.head;
 		if (h->len > qp->rq[qp->rq_head % qp->rq_size].len) {
 			deliver_too_long(qp, h);
@@ -224,11 +228,12 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 			break;
 		qp->rq_tail++;
 	}
-	/* Receives never wait for the transmit queue: flush them at once. */
+	/* Held messages first (in ERR, those a close left), then, in ERR,
+	 * the rest flush at once: receives never wait for the transmit
+	 * queue. */
+	iw_qp_hold_deliver_locked(qp);
 	if (qp->state == IW_QPS_ERR)
 		iw_qp_flush_rq_locked(qp);
-	else
-		iw_qp_hold_deliver_locked(qp);
 	/* A held message too long for its receive ended the QP just now:
 	 * the glue sends the TERMINATE. */
 	bool wake = qp->wake && (qp->events & IW_QPE_ERROR);
