@@ -88,12 +88,29 @@ run_pair() {
 	src=$?
 }
 
+# stacks PID: every thread's stack of a process that seems stuck, so that
+# a hang a test meets once leaves evidence in its log (gdb when installed,
+# else each thread's name and kernel wait channel).
+stacks() {
+	echo "  stacks of pid $1:"
+	if command -v gdb >/dev/null; then
+		timeout 30 gdb -q -batch -p "$1" -ex "thread apply all bt" 2>&1 |
+			grep -E '^(Thread|#)' | sed 's/^/    /' | head -200
+	else
+		for t in /proc/"$1"/task/*; do
+			echo "    $(cat "$t/comm" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
+		done
+	fi
+}
+
 # Wait (limit $2 s) for background PID $1; kill it when it overruns.
-# Returns its exit status (124 after a kill).
+# With $3 = stacks, print its stacks first. Returns its exit status (124
+# after a kill).
 wait_pid() {
 	i=0
 	while kill -0 "$1" 2>/dev/null; do
 		if [ $i -ge $(($2 * 20)) ]; then
+			[ "${3:-}" = stacks ] && stacks "$1"
 			kill -9 "$1" 2>/dev/null
 			wait "$1" 2>/dev/null
 			return 124

@@ -29,9 +29,13 @@ for size in 64 4096 65535; do
 		echo "FAIL: rping's rdma_listen backlog 3 is $backlog in the kernel (ss -ltn Send-Q)"
 		fail=1
 	fi
-	timeout 60 "$RUN" "$RPING" -c -a 127.0.0.1 -p "$port" -C 1000 -S "$size" -V \
-		>"$B/compat_rping_c.log" 2>&1
+	# A client stuck past 60 s (normally 1-2 s) shows its threads' stacks
+	# (once seen in CI at 4096 octets, server waiting for the next ping).
+	"$RUN" "$RPING" -c -a 127.0.0.1 -p "$port" -C 1000 -S "$size" -V \
+		>"$B/compat_rping_c.log" 2>&1 &
+	wait_pid $! 60 stacks
 	crc=$?
+	[ $crc -eq 124 ] && stacks $spid
 	wait_pid $spid 30
 	src=$?
 	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
