@@ -24,6 +24,7 @@ struct cm_chan {
 	struct cm_event *head, **tail;
 	int readers; /* threads inside rdma_get_cm_event (cm_g.lock) */
 	bool dead;   /* destroyed while readers were inside: the last frees it */
+	unsigned debt; /* eventfd counts of purged events a reader must skip */
 };
 
 struct cm_id {

@@ -87,16 +87,19 @@ static void cm_event_free(struct cm_event *e)
 	free(e);
 }
 
-/* Take back one count of the eventfd if it has one: get_cm_event may have
- * taken it already for the event being purged (then it finds the queue
- * empty and waits again). Under cm_g.lock. */
+/* An event is purged: its eventfd count must not deliver anything. If the
+ * fd holds a count, a reader skips one (debt) instead of this thread
+ * reading it: a reader blocked in read(2) could take that count between
+ * our poll and our read, and our read would then block for ever holding
+ * cm_g.lock, which that reader waits for (rping's client hung so in
+ * rdma_destroy_id). No count left: a reader already took this event's and
+ * finds the queue empty. Under cm_g.lock. */
 static void cm_uncount(struct cm_chan *ch)
 {
 	struct pollfd p = {.fd = ch->ch.fd, .events = POLLIN};
-	uint64_t v;
 
-	if (poll(&p, 1, 0) == 1 && read(ch->ch.fd, &v, sizeof(v)) < 0)
-		return;
+	if (poll(&p, 1, 0) == 1)
+		ch->debt++;
 }
 
 /* Drop what id has queued (it is being destroyed or moved): its own events,
@@ -172,6 +175,11 @@ CV_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		int rc = (int)read(ch->ch.fd, &v, sizeof(v));
 		int err = errno;
 		pthread_mutex_lock(&cm_g.lock);
+		if (rc >= 0 && ch->debt) { /* the count of a purged event */
+			ch->debt--;
+			pthread_mutex_unlock(&cm_g.lock);
+			continue;
+		}
 		e = rc < 0 ? NULL : take_event(ch);
 		if (rc < 0) { /* EAGAIN on a nonblocking fd, EINTR */
 			reader_leave(ch);
