@@ -7,35 +7,67 @@
 # the same load through raw TCP sockets with the data inline (the
 # NVMe/TCP-shaped baseline of iwarp-nvmf-perf --tcp / --tcp-server), in the
 # same run: 4 KiB random read and write at QD 1 and 32, 128 KiB sequential
-# read and write at QD 8; one queue, one target loop. Prints IOPS, MB/s,
-# p99 and the iWARP/TCP ratio of IOPS. MPA CRC is on (the default).
-# A benchmark, not a test: figures depend on the machine and its load.
+# read and write at QD 8 with one queue, and 4 KiB random read and write
+# at QD 32 on each of two queues. The target runs NVMF_BENCH_LOOPS loops
+# (default 2): I/O queue q is served by loop (q - 1) mod loops. Prints
+# IOPS, MB/s, p99, the iWARP/TCP ratio of IOPS, and per target core: the
+# CPU seconds each target loop thread used during the load (from
+# /proc/PID/task, so the machine's other load does not count) and the
+# IOPS per CPU-second of the target's loops together. MPA CRC is on (the
+# default). A benchmark, not a test: figures depend on the machine and its
+# load.
 set -u
 secs=${1:-3}
+loops=${NVMF_BENCH_LOOPS:-2}
 B=${IW_BUILDDIR:-.}
 TGT=$B/tools/iwarp-nvmet
 PERF=$B/tools/iwarp-nvmf-perf
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/iw_nvmfb.XXXXXX") || exit 1
 PIDS=
 trap 'for p in $PIDS; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-"$TGT" -a 127.0.0.1 -p 0 -N ram:256M >"$TMP/tgt.out" 2>&1 &
-PIDS="$PIDS $!"
+"$TGT" -a 127.0.0.1 -p 0 -N ram:256M --loops "$loops" >"$TMP/tgt.out" 2>&1 &
+TPID=$!
+PIDS="$PIDS $TPID"
 "$PERF" --tcp-server -a 127.0.0.1 -p 0 >"$TMP/tcp.out" 2>&1 &
 PIDS="$PIDS $!"
 sleep 0.5
 NP=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/tgt.out")
 TP=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/tcp.out")
 [ -n "$NP" ] && [ -n "$TP" ] || { echo "nvmf_bench: servers did not start"; exit 1; }
+HZ=$(getconf CLK_TCK)
 field() { sed -n "s/^RESULT.* $1=\([0-9.]*\).*/\1/p" "$2"; }
-printf '%-22s %12s %10s %10s   %12s %10s %10s   %6s\n' load "iWARP IOPS" "MB/s" "p99 us" \
-	"TCP IOPS" "MB/s" "p99 us" ratio
-for load in "randread 4096 1" "randread 4096 32" "randwrite 4096 1" "randwrite 4096 32" \
-	"read 131072 8" "write 131072 8"; do
+# CPU ticks (user + system) of each target loop thread, in loop order.
+loop_ticks() {
+	for t in /proc/$TPID/task/*; do
+		c=$(cat "$t/comm" 2>/dev/null) || continue
+		case $c in nvmet-loop-*) ;; *) continue ;; esac
+		# Fields after the ")" of comm: state is 3rd, utime 14th, stime 15th.
+		echo "${c#nvmet-loop-} $(sed 's/.*) //' "$t/stat" | awk '{ print $12 + $13 }')"
+	done | sort -n | awk '{ print $2 }' | tr '\n' ' '
+}
+# "a b" before, "c d" after: per loop seconds "s0+s1" and their sum.
+cpu_delta() {
+	awk -v a="$1" -v b="$2" -v hz="$HZ" 'BEGIN {
+		n = split(a, x, " "); split(b, y, " "); s = ""; t = 0
+		for (i = 1; i <= n; i++) { d = (y[i] - x[i]) / hz; t += d; s = s (i > 1 ? "+" : "") sprintf("%.2f", d) }
+		printf "%s %.3f", s, t }'
+}
+printf '%-24s %10s %8s %8s   %10s %8s %8s   %5s   %-12s %10s\n' load "iWARP IOPS" "MB/s" "p99 us" \
+	"TCP IOPS" "MB/s" "p99 us" ratio "tgt CPU s" "IOPS/core"
+for load in "randread 4096 1 1" "randread 4096 32 1" "randwrite 4096 1 1" "randwrite 4096 32 1" \
+	"read 131072 8 1" "write 131072 8 1" "randread 4096 32 2" "randwrite 4096 32 2"; do
 	set -- $load
-	"$PERF" -a 127.0.0.1 -p "$NP" -r "$1" -b "$2" -d "$3" -t "$secs" >"$TMP/i" 2>&1
-	"$PERF" --tcp -a 127.0.0.1 -p "$TP" -r "$1" -b "$2" -d "$3" -t "$secs" >"$TMP/t" 2>&1
+	before=$(loop_ticks)
+	"$PERF" -a 127.0.0.1 -p "$NP" -r "$1" -b "$2" -d "$3" -q "$4" -t "$secs" >"$TMP/i" 2>&1
+	set -- $load $(cpu_delta "$before" "$(loop_ticks)")
+	"$PERF" --tcp -a 127.0.0.1 -p "$TP" -r "$1" -b "$2" -d "$3" -q "$4" -t "$secs" >"$TMP/t" 2>&1
 	ii=$(field iops "$TMP/i"); ti=$(field iops "$TMP/t")
-	printf '%-22s %12s %10s %10s   %12s %10s %10s   %6s\n' "$1 $2 qd$3" "$ii" \
+	ios=$(sed -n 's/^RESULT ios=\([0-9]*\).*/\1/p' "$TMP/i")
+	printf '%-24s %10s %8s %8s   %10s %8s %8s   %5s   %-12s %10s\n' "$1 $2 qd$3 q$4" "$ii" \
 		"$(field mbps "$TMP/i")" "$(field p99_us "$TMP/i")" "$ti" "$(field mbps "$TMP/t")" \
-		"$(field p99_us "$TMP/t")" "$(awk -v a="$ii" -v b="$ti" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
+		"$(field p99_us "$TMP/t")" \
+		"$(awk -v a="$ii" -v b="$ti" 'BEGIN { if (b > 0) printf "%.2f", a / b }')" "$5" \
+		"$(awk -v n="${ios:-0}" -v c="$6" 'BEGIN { if (c > 0) printf "%.0f", n / c }')"
 done
+echo "(tgt CPU s: CPU seconds of target loops 0+1+... during the iWARP load; IOPS/core: I/Os per"
+echo " CPU-second of those loops together; $loops target loops, load average $(cut -d' ' -f1 /proc/loadavg))"

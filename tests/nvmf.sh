@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # iwarp-nvmf-perf against iwarp-nvmet over 127.0.0.1 (NVMe over Fabrics,
-# RDMA transport, both sides libiwarp):
+# RDMA transport, both sides libiwarp), the target with two loops (one
+# thread each) unless said otherwise:
 #  - data verified at block sizes 512, 4096, 65536 and 131072, queue
 #    depths 1 to 32, one and two queues: a sequential fill with a data
 #    generation, then random reads checking every block they read, then a
@@ -19,8 +20,12 @@
 #    disconnect;
 #  - a host killed (SIGKILL) with 64 commands in flight: the target goes
 #    on serving the next host;
+#  - I/O queues spread over the loops: with four queues against --loops 2,
+#    queues 1 and 3 are accepted on loop 0, 2 and 4 on loop 1, each serves
+#    commands, and the exit summary shows both loops serving two I/O queues;
 #  - the raw-TCP baseline (--tcp against --tcp-server) runs the same shapes;
-#  - a file namespace keeps its data across a restart of the target;
+#  - a file namespace keeps its data across a restart of the target (one
+#    loop);
 #  - SIGTERM stops the target with exit 0.
 # Uses the programs of IW_BUILDDIR (set by `make check`; . otherwise).
 # Background programs are waited for with limits and killed on exit.
@@ -65,7 +70,7 @@ bad() {
 # Start a target with the given namespace options on a free port: TPID, PORT.
 start_target() {
 	: >"$TMP/tgt.out"
-	"$TGT" -a 127.0.0.1 -p 0 -n "$NQN" -H "$HPERF" -H "$HBAD" -v "$@" \
+	"$TGT" -a 127.0.0.1 -p 0 -n "$NQN" -H "$HPERF" -H "$HBAD" -v --loops 2 "$@" \
 		>"$TMP/tgt.out" 2>"$TMP/tgt.err" &
 	TPID=$!
 	PIDS="$PIDS $TPID"
@@ -167,6 +172,38 @@ kill -0 "$TPID" 2>/dev/null && ok "target alive" || bad "target died"
 
 stop_target && ok "SIGTERM: target exits 0" || bad "target exit status on SIGTERM"
 
+# I/O queue q on loop (q - 1) mod 2, each serving, as the verbose log and
+# the exit summary say. Two hosts one after the other, five connections
+# each, so that taking the loops in turn would put the second host's
+# queues elsewhere.
+start_target -N ram:4M -b 512 || exit 1
+for h in 1 2; do
+	perf "host $h: four queues over two loops, randrw 4 KiB qd 4 verify" \
+		-r randrw -b 4096 -d 4 -q 4 -c 4000 -V
+	i=0
+	while [ "$(grep -c ': closed after' "$TMP/tgt.err")" -lt $((5 * h)) ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+done
+placed=0
+for q in 1 2 3 4; do
+	l=$(((q - 1) % 2))
+	n=$(sed -n "s/.*queue $q on loop $l: closed after \([1-9][0-9]*\) commands.*/\1/p" \
+		"$TMP/tgt.err" | wc -l)
+	a=$(grep -c "queue $q: accepted on loop " "$TMP/tgt.err")
+	[ "$(grep -c "queue $q: accepted on loop $l " "$TMP/tgt.err")" -eq 2 ] && [ "$a" -eq 2 ] &&
+		[ "$n" -eq 2 ] && placed=$((placed + 1))
+done
+[ $placed -eq 4 ] && ok "I/O queues 1-4 on loops 0,1,0,1 for both hosts, each served commands" ||
+	bad "queue placement over loops ($placed of 4 as expected)"
+stop_target || bad "target exit status"
+for l in 0 1; do
+	grep -q "^iwarp-nvmet: loop $l: [1-9][0-9]* commands, [0-9]* queues (4 I/O), " "$TMP/tgt.out" &&
+		ok "exit summary: loop $l served four I/O queues" ||
+		{ bad "exit summary of loop $l"; cat "$TMP/tgt.out"; }
+done
+
 # The raw-TCP baseline runs the same load shapes.
 "$PERF" --tcp-server -a 127.0.0.1 -p 0 >"$TMP/tcp.out" 2>&1 &
 SPID=$!
@@ -190,10 +227,10 @@ done
 kill "$SPID"
 
 # A file namespace keeps what was written across a restart.
-start_target -N "$TMP/ns.img" -s 2M -b 4096 || exit 1
+start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1
 perf "file namespace: fill generation 5" --fill -b 16384 -d 4 -g 5
 stop_target || bad "target exit status"
-start_target -N "$TMP/ns.img" -s 2M -b 4096 || exit 1
+start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1
 perf "file namespace after a restart: every block read checks generation 5" \
 	-r randread -b 16384 -d 4 -c 400 -V -g 5
 stop_target || bad "target exit status"

@@ -3,7 +3,9 @@
  * iwarp-nvmet: a userspace NVMe over Fabrics target, RDMA transport over
  * libiwarp (iWARP on TCP). Options are in usage() and iwarp-nvmet(1).
  */
+#define _GNU_SOURCE
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,8 @@ static void usage(FILE *f)
 	      "  -m, --max-io N         largest transfer, power of two (default 131072)\n"
 	      "  -q, --queues N         I/O queues per controller (default 8)\n"
 	      "  -Q, --queue-size N     I/O queue entries (default 128)\n"
-	      "  -S, --slots N          receive buffers in the SRQ (default 1024)\n"
+	      "  -S, --slots N          receive buffers in each loop's SRQ (default 1024)\n"
+	      "  -L, --loops N          event loops, one thread each (default: one per usable CPU)\n"
 	      "  -w, --pcap FILE        trace every connection into a pcap file\n"
 	      "  -v, --verbose          say what happens to connections and failed commands\n"
 	      "  -h, --help\n",
@@ -69,10 +72,10 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 		{"size", 1, 0, 's'}, {"block-size", 1, 0, 'b'}, {"direct", 0, 0, 'D'},
 		{"host", 1, 0, 'H'}, {"inline", 1, 0, 'I'}, {"max-io", 1, 0, 'm'},
 		{"queues", 1, 0, 'q'}, {"queue-size", 1, 0, 'Q'}, {"slots", 1, 0, 'S'},
-		{"pcap", 1, 0, 'w'}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"loops", 1, 0, 'L'}, {"pcap", 1, 0, 'w'}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	unsigned long v;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "a:p:n:N:s:b:DH:I:m:q:Q:S:w:vh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "a:p:n:N:s:b:DH:I:m:q:Q:S:L:w:vh", lo, NULL)) != -1) {
 		int bad = 0;
 		switch (ch) {
 		case 'a': o->tr.addr = optarg; break;
@@ -104,6 +107,7 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 		case 'q': bad = num(optarg, 1, 1023, &v); cfg->max_qid = (uint16_t)v; break;
 		case 'Q': bad = num(optarg, 2, 1024, &v); cfg->mqes = (uint16_t)v; break;
 		case 'S': bad = num(optarg, 64, 65536, &v); o->tr.slots = (uint32_t)v; break;
+		case 'L': bad = num(optarg, 1, TR_MAX_LOOPS, &v); o->tr.loops = (uint32_t)v; break;
 		case 'w': o->tr.pcap = optarg; break;
 		case 'v': cfg->verbose = true; break;
 		case 'h': usage(stdout); exit(0);
@@ -121,6 +125,16 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 	return 0;
 }
 
+/* One loop per CPU this process may run on (taskset), at most TR_MAX_LOOPS. */
+static uint32_t usable_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	int n = CPU_COUNT(&set);
+	return n < 1 ? 1 : n > TR_MAX_LOOPS ? TR_MAX_LOOPS : (uint32_t)n;
+}
+
 int main(int argc, char **argv)
 {
 	static struct tgt t;
@@ -136,7 +150,12 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.nns == 0)
 		o.ns[o.nns++] = "ram:64M";
-	tgt_init(&t);
+	if (o.tr.loops == 0)
+		o.tr.loops = usable_cpus();
+	if (tgt_init(&t)) {
+		fprintf(stderr, "iwarp-nvmet: pthread_mutex_init failed\n");
+		return 1;
+	}
 	for (int i = 0; i < o.nns; i++) {
 		if (tgt_ns_open(&cfg->ns[i], o.ns[i], o.size, (uint32_t)o.bs, o.direct)) {
 			tgt_fini(&t);

@@ -6,11 +6,23 @@
  * moves the data the answer asks for (RDMA READ of host data into
  * req->data, or RDMA WRITE of req->data after execution), calls
  * tgt_cmd_exec, and sends req->cqe. Nothing here blocks but the backing
- * store's pread/pwrite; the clock is passed in (tgt_tick).
+ * store's pread/pwrite; the clock is passed in (tgt_tick, req->now_ms).
+ *
+ * Threads: each queue belongs to one thread (its loop), which alone calls
+ * tgt_cmd_begin, tgt_cmd_exec and tgt_queue_gone for it; queues of one
+ * controller may be on different threads. What they share (the controller
+ * table, a controller's properties, features, keep alive, AERs and queue
+ * table) is guarded by tgt.lock, which every command that is not an I/O
+ * command of a connected I/O queue takes (Connect, Fabrics, admin), as do
+ * tgt_tick and tgt_queue_gone. The I/O path takes no lock: it reads CSTS
+ * and the controller's detached flag atomically, counts into its own
+ * queue (read atomically for SMART), and a controller stays allocated
+ * until its last queue is gone (refs).
  */
 #ifndef NVMET_TGT_H
 #define NVMET_TGT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,7 +56,8 @@ uint16_t tgt_ns_flush(struct tgt_ns *ns);
 uint16_t tgt_ns_zero(struct tgt_ns *ns, uint64_t slba, uint64_t nlb, bool dealloc);
 /* Deallocated blocks read as zeroes (Identify Namespace DLFEAT). */
 bool tgt_ns_dealloc_zeroes(const struct tgt_ns *ns);
-/* The shared bounce and zero buffers (tgt_fini frees them). */
+/* The calling thread's bounce and zero buffers (each thread that ran
+ * commands frees its own; tgt_fini the calling thread's). */
 void tgt_ns_buffers_free(void);
 
 struct tgt_cfg {
@@ -80,11 +93,23 @@ struct tgt_ctrl {
 	struct tgt_queue **queues;  /* [0..max_qid] */
 	struct tgt_req *aer[TGT_MAX_AER];
 	int naer;
-	struct nvmf_smart smart;
-	uint64_t rd_bytes, wr_bytes; /* for SMART */
+	struct nvmf_smart smart;     /* host_reads/writes: of the queues that left */
+	uint64_t rd_bytes, wr_bytes; /* for SMART: of the queues that left */
 	bool dead;                  /* reported through ctrl_dead, queues closing */
 	bool dead_loud;             /* died of a timeout or an error, not a goodbye */
+	bool detached;              /* the admin queue is gone (atomic): I/O is aborted */
+	uint32_t refs;              /* queues still attached */
 };
+
+/* CSTS as the lock-free I/O path reads it, and as the locked paths write it. */
+static inline uint32_t tgt_csts(const struct tgt_ctrl *c)
+{
+	return __atomic_load_n(&c->csts, __ATOMIC_RELAXED);
+}
+static inline void tgt_csts_set(struct tgt_ctrl *c, uint32_t v)
+{
+	__atomic_store_n(&c->csts, v, __ATOMIC_RELAXED);
+}
 
 /* One NVMe queue (an RDMA QP). qid and size come from the CM private data. */
 struct tgt_queue {
@@ -94,6 +119,9 @@ struct tgt_queue {
 	uint16_t size;              /* entries (hsqsize + 1) */
 	uint16_t sqhd;
 	void *tp;                   /* the transport's connection */
+	/* Written by the queue's thread only, read atomically for SMART. */
+	uint64_t reads, writes, rd_bytes, wr_bytes;
+	char traddr[64];            /* the address the host reached (discovery log); "" for cfg's */
 };
 
 enum tgt_step {
@@ -112,16 +140,20 @@ struct tgt_req {
 	uint32_t icd_len;
 	uint32_t xfer_len;    /* octets the command moves, as the SGL says */
 	uint32_t c2h_len;     /* octets to write to the host before the response */
+	uint64_t now_ms;      /* when the capsule arrived (kept by tgt_cmd_begin) */
 	struct nvmf_cqe cqe;
 };
 
 struct tgt {
 	struct tgt_cfg cfg;
+	pthread_mutex_t lock;  /* the controllers' shared state (see the top) */
 	struct tgt_ctrl *ctrls[TGT_MAX_CTRL];
 	uint64_t now_ms;
 	uint64_t genctr;
 	/* The controller is gone (keep alive expired, fatal error): the
-	 * transport disconnects every queue that has q->ctrl == ctrl. */
+	 * transport disconnects every queue in ctrl->queues. Called with
+	 * tgt.lock held, from any queue's thread: it must not wait for
+	 * another thread. */
 	void (*ctrl_dead)(struct tgt *t, struct tgt_ctrl *ctrl, const char *why);
 	void *tp;
 };
@@ -140,8 +172,10 @@ void tgt_queue_gone(struct tgt_queue *q);
 int tgt_cmd_begin(struct tgt_queue *q, struct tgt_req *req, uint8_t *buf, uint32_t len);
 enum tgt_step tgt_cmd_exec(struct tgt_req *req);
 /* Advance the clock: controllers whose keep alive expired are reported
- * through ctrl_dead. */
+ * through ctrl_dead. Any thread. */
 void tgt_tick(struct tgt *t, uint64_t now_ms);
+/* The transport met a fatal error on the queue: CSTS.CFS. */
+void tgt_queue_fatal(struct tgt_queue *q);
 /* Complete a request with a status (sets cqe fields). */
 void tgt_req_status(struct tgt_req *req, uint16_t status);
 

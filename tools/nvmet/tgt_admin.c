@@ -4,6 +4,7 @@
  * controller: Identify, Get Log Page, Set/Get Features, Asynchronous Event
  * Request (held: this target raises no events), Keep Alive, Abort.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "tgt.h"
@@ -133,18 +134,47 @@ static uint16_t log_copy(struct tgt_req *req, const uint8_t *page, size_t size, 
 static uint16_t disc_log(struct tgt_req *req, uint64_t off)
 {
 	struct tgt *t = req->q->tgt;
-	static uint8_t page[NVMF_DISC_HDR + NVMF_DISC_ENTRY];
+	static uint8_t page[NVMF_DISC_HDR + NVMF_DISC_ENTRY]; /* under tgt.lock */
+	/* The address this host reached, when we listen on a wildcard. */
+	const char *traddr = req->q->traddr[0] ? req->q->traddr : t->cfg.traddr;
 	struct nvmf_disc_entry e = {.trtype = NVMF_TRTYPE_RDMA,
-				    .adrfam = strchr(t->cfg.traddr, ':') ? NVMF_ADRFAM_IPV6
-									  : NVMF_ADRFAM_IPV4,
+				    .adrfam = strchr(traddr, ':') ? NVMF_ADRFAM_IPV6 : NVMF_ADRFAM_IPV4,
 				    .subtype = NVMF_SUBTYPE_NVME, .portid = 1,
 				    .cntlid = TGT_CNTLID_DYNAMIC, .asqsz = NVMF_AQ_DEPTH};
 	memcpy(e.trsvcid, t->cfg.trsvcid, sizeof(e.trsvcid));
 	memcpy(e.subnqn, t->cfg.subnqn, sizeof(e.subnqn));
-	memcpy(e.traddr, t->cfg.traddr, sizeof(t->cfg.traddr));
+	snprintf(e.traddr, sizeof(e.traddr), "%s", traddr);
 	nvmf_disc_hdr_put(page, 1, 1);
 	nvmf_disc_entry_put(page + NVMF_DISC_HDR, &e);
 	return log_copy(req, page, sizeof(page), off);
+}
+
+static uint64_t get(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+/* The queues that left were added up as they went; the live ones count
+ * on their own threads (read atomically). Under tgt.lock, so the queue
+ * table holds still. */
+static void smart_page(const struct tgt_ctrl *c, uint8_t *page)
+{
+	struct nvmf_smart s = c->smart;
+	uint64_t rd = c->rd_bytes, wr = c->wr_bytes;
+	for (uint32_t i = 0; i <= c->tgt->cfg.max_qid; i++) {
+		const struct tgt_queue *q = c->queues[i];
+		if (!q)
+			continue;
+		s.host_reads += get(&q->reads);
+		s.host_writes += get(&q->writes);
+		rd += get(&q->rd_bytes);
+		wr += get(&q->wr_bytes);
+	}
+	s.power_on_hours = c->tgt->now_ms / 3600000;
+	/* Thousands of 512-octet units, rounded up. */
+	s.data_units_read = (rd + 511999) / 512000;
+	s.data_units_written = (wr + 511999) / 512000;
+	nvmf_smart_put(page, &s);
 }
 
 static uint16_t get_log(struct tgt_req *req)
@@ -160,11 +190,7 @@ static uint16_t get_log(struct tgt_req *req)
 		memset(page, 0, NVMF_ERRLOG_ENTRY);
 		return log_copy(req, page, NVMF_ERRLOG_ENTRY, g.offset);
 	case NVME_LOG_SMART:
-		c->smart.power_on_hours = c->tgt->now_ms / 3600000;
-		/* Thousands of 512-octet units, rounded up. */
-		c->smart.data_units_read = (c->rd_bytes + 511999) / 512000;
-		c->smart.data_units_written = (c->wr_bytes + 511999) / 512000;
-		nvmf_smart_put(page, &c->smart);
+		smart_page(c, page);
 		return log_copy(req, page, NVMF_SMART_SIZE, g.offset);
 	case NVME_LOG_FW_SLOT:
 		memset(page, 0, 512);

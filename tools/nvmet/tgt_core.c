@@ -15,7 +15,7 @@ int tgt_init(struct tgt *t)
 {
 	memset(t->ctrls, 0, sizeof(t->ctrls));
 	t->genctr = 1;
-	return 0;
+	return pthread_mutex_init(&t->lock, NULL);
 }
 
 void tgt_fini(struct tgt *t)
@@ -25,6 +25,7 @@ void tgt_fini(struct tgt *t)
 	for (uint32_t i = 0; i < t->cfg.nns; i++)
 		tgt_ns_close(&t->cfg.ns[i]);
 	tgt_ns_buffers_free();
+	pthread_mutex_destroy(&t->lock);
 }
 
 void tgt_queue_init(struct tgt_queue *q, struct tgt *t, uint16_t qid, uint16_t size)
@@ -97,20 +98,23 @@ static uint16_t prep(struct tgt_req *req)
 	return req->q->qid ? tgt_io_prep(req) : tgt_admin_prep(req);
 }
 
-int tgt_cmd_begin(struct tgt_queue *q, struct tgt_req *req, uint8_t *buf, uint32_t len)
+/* Commands that reach shared controller state run under tgt.lock: all but
+ * the I/O commands of a connected I/O queue (q->ctrl is only ever written
+ * by the queue's own thread). */
+static bool locked_path(const struct tgt_queue *q, const struct nvmf_cmd *c)
 {
-	uint8_t *data = req->data;
-	memset(req, 0, sizeof(*req));
-	req->q = q;
-	req->data = data;
-	if (nvmf_cmd_parse(&req->cmd, buf, len))
-		return -1;
-	q->sqhd = (uint16_t)((q->sqhd + 1) % q->size);
-	req->cqe.cid = req->cmd.cid;
-	req->cqe.sq_id = q->qid;
-	req->cqe.sq_head = q->sqhd;
-	req->icd = buf + NVMF_CMD_SIZE;
-	req->icd_len = len - NVMF_CMD_SIZE;
+	return !q->ctrl || q->qid == 0 || c->opc == NVME_FABRICS;
+}
+
+static void lock(struct tgt *t, uint64_t now_ms)
+{
+	pthread_mutex_lock(&t->lock);
+	if (now_ms > t->now_ms)
+		t->now_ms = now_ms;
+}
+
+static uint16_t check(struct tgt_req *req)
+{
 	/* An unknown opcode is named as such even when its SGL is bad too:
 	 * the command's fields are checked (prep) whatever the SGL says. */
 	uint16_t st = check_flags(&req->cmd);
@@ -119,6 +123,33 @@ int tgt_cmd_begin(struct tgt_queue *q, struct tgt_req *req, uint8_t *buf, uint32
 		st = prep(req);
 		if (sgl_st && (st & NVME_SC_MASK) != NVME_SC_INVALID_OPCODE)
 			st = sgl_st;
+	}
+	return st;
+}
+
+int tgt_cmd_begin(struct tgt_queue *q, struct tgt_req *req, uint8_t *buf, uint32_t len)
+{
+	uint8_t *data = req->data;
+	uint64_t now = req->now_ms;
+	memset(req, 0, sizeof(*req));
+	req->q = q;
+	req->data = data;
+	req->now_ms = now;
+	if (nvmf_cmd_parse(&req->cmd, buf, len))
+		return -1;
+	q->sqhd = (uint16_t)((q->sqhd + 1) % q->size);
+	req->cqe.cid = req->cmd.cid;
+	req->cqe.sq_id = q->qid;
+	req->cqe.sq_head = q->sqhd;
+	req->icd = buf + NVMF_CMD_SIZE;
+	req->icd_len = len - NVMF_CMD_SIZE;
+	uint16_t st;
+	if (locked_path(q, &req->cmd)) {
+		lock(q->tgt, req->now_ms);
+		st = check(req);
+		pthread_mutex_unlock(&q->tgt->lock);
+	} else {
+		st = check(req);
 	}
 	if (st) {
 		tgt_req_status(req, st);
@@ -130,12 +161,17 @@ int tgt_cmd_begin(struct tgt_queue *q, struct tgt_req *req, uint8_t *buf, uint32
 	return TGT_EXEC;
 }
 
-enum tgt_step tgt_cmd_exec(struct tgt_req *req)
+static bool detached(const struct tgt_ctrl *c)
+{
+	return !c || __atomic_load_n(&c->detached, __ATOMIC_RELAXED);
+}
+
+static enum tgt_step exec(struct tgt_req *req)
 {
 	const struct nvmf_cmd *c = &req->cmd;
 	enum tgt_step step = TGT_RESPOND;
 	bool is_connect = c->opc == NVME_FABRICS && c->fctype == NVMF_FCTYPE_CONNECT;
-	if (!req->q->ctrl && !is_connect) {
+	if (detached(req->q->ctrl) && !is_connect) {
 		/* The controller went away while the data was on its way. */
 		tgt_req_status(req, NVME_SC_ABORT_QUEUE);
 		return TGT_RESPOND;
@@ -153,16 +189,53 @@ enum tgt_step tgt_cmd_exec(struct tgt_req *req)
 	return step;
 }
 
+enum tgt_step tgt_cmd_exec(struct tgt_req *req)
+{
+	struct tgt_queue *q = req->q;
+	if (!locked_path(q, &req->cmd))
+		return exec(req);
+	lock(q->tgt, req->now_ms);
+	enum tgt_step step = exec(req);
+	pthread_mutex_unlock(&q->tgt->lock);
+	return step;
+}
+
 void tgt_tick(struct tgt *t, uint64_t now_ms)
 {
-	t->now_ms = now_ms;
+	lock(t, now_ms);
 	for (int i = 0; i < TGT_MAX_CTRL; i++) {
 		struct tgt_ctrl *c = t->ctrls[i];
-		if (c && !c->dead && c->kato_ms && now_ms > c->ka_last_ms + c->kato_ms) {
+		if (c && !c->dead && c->kato_ms && t->now_ms > c->ka_last_ms + c->kato_ms) {
 			c->dead = c->dead_loud = true;
 			if (t->ctrl_dead)
 				t->ctrl_dead(t, c, "keep alive timeout expired");
 		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+void tgt_queue_fatal(struct tgt_queue *q)
+{
+	if (!q->ctrl)
+		return;
+	pthread_mutex_lock(&q->tgt->lock);
+	tgt_csts_set(q->ctrl, tgt_csts(q->ctrl) | NVME_CSTS_CFS);
+	pthread_mutex_unlock(&q->tgt->lock);
+}
+
+/* The admin queue ends the association: the controller leaves the table,
+ * its I/O queues abort what comes next, and the transport closes them. */
+static void ctrl_detach(struct tgt_ctrl *c)
+{
+	struct tgt *t = c->tgt;
+	__atomic_store_n(&c->detached, true, __ATOMIC_RELAXED);
+	c->naer = 0; /* the transport owns the held AERs' buffers */
+	for (int i = 0; i < TGT_MAX_CTRL; i++)
+		if (t->ctrls[i] == c)
+			t->ctrls[i] = NULL;
+	if (!c->dead && t->ctrl_dead) {
+		c->dead = true;
+		t->ctrl_dead(t, c, "admin queue disconnected");
 	}
 }
 
@@ -171,17 +244,18 @@ void tgt_queue_gone(struct tgt_queue *q)
 	struct tgt_ctrl *c = q->ctrl;
 	if (!c)
 		return;
+	pthread_mutex_lock(&q->tgt->lock);
 	q->ctrl = NULL;
 	c->queues[q->qid] = NULL;
-	if (q->qid != 0)
-		return;
-	/* The admin queue ends the association: the I/O queues left lose
-	 * their controller and the transport closes them. */
-	if (!c->dead && c->tgt->ctrl_dead) {
-		c->dead = true;
-		c->tgt->ctrl_dead(c->tgt, c, "admin queue disconnected");
-	}
-	tgt_ctrl_free(c);
+	c->smart.host_reads += q->reads;
+	c->smart.host_writes += q->writes;
+	c->rd_bytes += q->rd_bytes;
+	c->wr_bytes += q->wr_bytes;
+	if (q->qid == 0)
+		ctrl_detach(c);
+	if (--c->refs == 0)
+		tgt_ctrl_free(c);
+	pthread_mutex_unlock(&q->tgt->lock);
 }
 
 void tgt_ctrl_free(struct tgt_ctrl *c)
@@ -189,9 +263,6 @@ void tgt_ctrl_free(struct tgt_ctrl *c)
 	if (!c)
 		return;
 	struct tgt *t = c->tgt;
-	for (uint16_t i = 0; i <= t->cfg.max_qid; i++)
-		if (c->queues[i])
-			c->queues[i]->ctrl = NULL;
 	for (int i = 0; i < TGT_MAX_CTRL; i++)
 		if (t->ctrls[i] == c)
 			t->ctrls[i] = NULL;

@@ -86,6 +86,7 @@ static uint16_t connect_admin(struct tgt_req *req, const struct nvmf_connect *k,
 	if (!c)
 		return NVME_SC_CONNECT_CTRL_BUSY;
 	c->kato_ms = k->kato;
+	c->refs = 1;
 	c->queues[0] = req->q;
 	req->q->ctrl = c;
 	req->cqe.result = c->cntlid;
@@ -107,6 +108,7 @@ static uint16_t connect_io(struct tgt_req *req, const struct nvmf_connect *k,
 	if (c->queues[k->qid])
 		return NVME_SC_CONNECT_CTRL_BUSY | NVME_SC_DNR;
 	c->queues[k->qid] = req->q;
+	c->refs++;
 	req->q->ctrl = c;
 	req->cqe.result = c->cntlid;
 	return 0;
@@ -192,23 +194,24 @@ static bool cc_valid(uint32_t cc)
 
 static void cc_write(struct tgt_ctrl *c, uint32_t cc)
 {
-	uint32_t old = c->cc;
+	uint32_t old = c->cc, csts = c->csts;
 	c->cc = cc;
 	if ((cc & NVME_CC_EN) && !(old & NVME_CC_EN)) {
-		c->csts = cc_valid(cc) ? NVME_CSTS_RDY : NVME_CSTS_CFS;
+		csts = cc_valid(cc) ? NVME_CSTS_RDY : NVME_CSTS_CFS;
 	} else if (!(cc & NVME_CC_EN) && (old & NVME_CC_EN)) {
-		c->csts &= ~(NVME_CSTS_RDY | NVME_CSTS_SHST_MASK);
+		csts &= ~(NVME_CSTS_RDY | NVME_CSTS_SHST_MASK);
 	}
 	if ((cc & NVME_CC_SHN_MASK) && !(old & NVME_CC_SHN_MASK)) {
 		/* Normal or abrupt shutdown: everything written is on the
 		 * backing store before SHST says complete. */
 		for (uint32_t i = 0; i < c->tgt->cfg.nns; i++)
 			tgt_ns_flush(&c->tgt->cfg.ns[i]);
-		c->csts &= ~NVME_CSTS_RDY;
-		c->csts = (c->csts & ~NVME_CSTS_SHST_MASK) | NVME_SHST_CMPLT << NVME_CSTS_SHST_SHIFT;
+		csts &= ~NVME_CSTS_RDY;
+		csts = (csts & ~NVME_CSTS_SHST_MASK) | NVME_SHST_CMPLT << NVME_CSTS_SHST_SHIFT;
 	} else if (!(cc & NVME_CC_SHN_MASK)) {
-		c->csts &= ~NVME_CSTS_SHST_MASK;
+		csts &= ~NVME_CSTS_SHST_MASK;
 	}
+	tgt_csts_set(c, csts); /* once: the I/O path reads it without the lock */
 }
 
 static uint16_t prop_set(struct tgt_req *req)

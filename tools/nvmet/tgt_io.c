@@ -33,7 +33,7 @@ static uint16_t prep_rw(struct tgt_req *req, struct tgt_ns *ns)
 uint16_t tgt_io_prep(struct tgt_req *req)
 {
 	const struct nvmf_cmd *c = &req->cmd;
-	if (!(req->q->ctrl->csts & NVME_CSTS_RDY))
+	if (!(tgt_csts(req->q->ctrl) & NVME_CSTS_RDY))
 		return DNR(NVME_SC_CMD_SEQ_ERROR);
 	if (c->opc == NVME_IO_FLUSH && c->nsid == NVME_NSID_ALL)
 		return req->xfer_len ? DNR(NVME_SC_SGL_INVALID_DATA) : 0;
@@ -92,11 +92,17 @@ static uint16_t flush_all(struct tgt *t)
 	return st;
 }
 
-static void count(struct tgt_ctrl *c, bool write, uint32_t len)
+/* The queue's own counters: only its thread writes them; the admin
+ * queue's thread sums them for SMART (atomic, without a lock). */
+static void add(uint64_t *v, uint64_t n)
 {
-	struct nvmf_smart *s = &c->smart;
-	*(write ? &s->host_writes : &s->host_reads) += 1;
-	*(write ? &c->wr_bytes : &c->rd_bytes) += len;
+	__atomic_store_n(v, __atomic_load_n(v, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+static void count(struct tgt_queue *q, bool write, uint32_t len)
+{
+	add(write ? &q->writes : &q->reads, 1);
+	add(write ? &q->wr_bytes : &q->rd_bytes, len);
 }
 
 void tgt_io_exec(struct tgt_req *req)
@@ -109,11 +115,11 @@ void tgt_io_exec(struct tgt_req *req)
 	switch (c->opc) {
 	case NVME_IO_READ:
 		st = tgt_ns_read(ns, req->data, rw.slba, rw.nlb);
-		count(req->q->ctrl, false, req->xfer_len);
+		count(req->q, false, req->xfer_len);
 		break;
 	case NVME_IO_WRITE:
 		st = tgt_ns_write(ns, req->data, rw.slba, rw.nlb, rw.fua);
-		count(req->q->ctrl, true, req->xfer_len);
+		count(req->q, true, req->xfer_len);
 		break;
 	case NVME_IO_FLUSH:
 		st = ns ? tgt_ns_flush(ns) : flush_all(req->q->tgt);

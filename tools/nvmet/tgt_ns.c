@@ -23,8 +23,18 @@
 #define DNR(sc) ((uint16_t)((sc) | NVME_SC_DNR))
 #define BOUNCE_MAX (1u << 20)
 
-static uint8_t *bounce;  /* one loop, one command at a time */
-static uint8_t *zeroes;  /* a source of zeroes where holes cannot be punched */
+/* Per thread: each loop runs one command at a time, and loops run
+ * commands at once. Made when first needed; each thread frees its own
+ * (tgt_ns_buffers_free). */
+static __thread uint8_t *bounce;
+static __thread uint8_t *zeroes;  /* a source of zeroes where holes cannot be punched */
+
+static uint8_t *bounce_get(void)
+{
+	if (!bounce && posix_memalign((void **)&bounce, 4096, BOUNCE_MAX))
+		bounce = NULL;
+	return bounce;
+}
 
 void tgt_ns_buffers_free(void)
 {
@@ -111,8 +121,6 @@ int tgt_ns_open(struct tgt_ns *ns, const char *spec, uint64_t size, uint32_t bs,
 		;
 	int rc = strncmp(spec, "ram:", 4) == 0 ? open_ram(ns, spec, &size)
 					       : open_path(ns, spec, &size, direct);
-	if (rc == 0 && direct && !bounce && posix_memalign((void **)&bounce, 4096, BOUNCE_MAX))
-		rc = -ENOMEM;
 	if (rc) {
 		tgt_ns_close(ns);
 		return rc;
@@ -172,6 +180,8 @@ uint16_t tgt_ns_read(struct tgt_ns *ns, void *buf, uint64_t slba, uint32_t nlb)
 		return 0;
 	}
 	bool bounced = !aligned(ns, buf);
+	if (bounced && !bounce_get())
+		return NVME_SC_INTERNAL;
 	if (xfer(ns->fd, bounced ? bounce : buf, len, off, false))
 		return NVME_SC_READ_ERROR;
 	if (bounced)
@@ -189,6 +199,8 @@ uint16_t tgt_ns_write(struct tgt_ns *ns, const void *buf, uint64_t slba, uint32_
 	}
 	const void *src = buf;
 	if (!aligned(ns, buf)) {
+		if (!bounce_get())
+			return NVME_SC_INTERNAL;
 		memcpy(bounce, buf, len);
 		src = bounce;
 	}

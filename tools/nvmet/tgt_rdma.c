@@ -1,18 +1,26 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The NVMe RDMA transport binding on libiwarp, as an application embeds
- * it: the application's libevent loop carries libiwarp (iw_context_new
- * with attr.base) and our three events (CM channel, completion channel, a
- * 100 ms tick), so every capsule is handled on one thread from receive to
- * response, with no hand-off.
+ * it: a loop group of our own event_bases (iw_context_attr.bases), one
+ * thread each, so every capsule is handled on one thread from receive to
+ * response, with no hand-off. A listener on loop 0 spreads connections by
+ * the binding's CM private data (iw_cm_set_spread): I/O queue q goes to
+ * loop (q - 1) mod N, as a Linux host runs queue q on CPU q - 1; admin and
+ * discovery queues take the loops in turn. Each loop has its own
+ * completion channel, CQs, SRQ and buffers, so a queue's data path never
+ * leaves its loop's thread. CM events come through one channel (that of
+ * the listener), read on loop 0 and handed to the loop of their id by a
+ * mailbox (an eventfd and a list). Controller state that queues on
+ * different loops share is guarded in tgt.h (tgt.lock); when a controller
+ * dies, its queues are told to disconnect through their loops' mailboxes.
  *
- * Resources: one SRQ shared by every queue, with `slots` receive buffers
+ * Resources, per loop: one SRQ shared by the loop's queues, with `slots` receive buffers
  * (64-octet command + in-capsule data) and as many data buffers (max_io,
  * page aligned, registered for the host's RDMA READ Responses). Slot i's
  * data buffer belongs to the command received in slot i, until the Send of
  * its response completes; then the receive is posted again. A Send that
  * finds no receive is fatal on iWARP (no RNR retry), so a queue is only
- * accepted while the sizes of all queues stay within half the slots: up to
+ * accepted while the sizes of the loop's queues stay within half the slots: up to
  * one response per slot may still be completing when its host, having
  * seen it, sends the next command.
  *
@@ -28,8 +36,11 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +54,7 @@
 
 #define MAX_ORD 16
 #define CQ_BATCH 32
+#define LOOP_EVS 5 /* mailbox, completions; loop 0: CM, async events, tick */
 
 /* At queue depth, capsules with in-capsule data arrive back to back: one
  * read into the bounce buffer for a run of them, and a copy of each, cost
@@ -55,6 +67,7 @@ enum slot_state { S_POSTED, S_BUSY, S_HOLD, S_RDWAIT, S_READ, S_SEND };
 enum wr_kind { WR_READ = 1, WR_WRITE, WR_SEND };
 
 struct tr_conn;
+struct tr_loop;
 struct tr_slot {
 	uint32_t idx;
 	enum slot_state st;
@@ -68,13 +81,15 @@ struct tr_slot {
 };
 
 struct tr_conn {
-	struct tr *tr;
+	struct tr_loop *lp;
 	struct iw_cm_id *id;
 	struct tgt_queue q;
+	uint64_t serial;  /* names the queue in mailbox messages (never reused) */
 	uint32_t qp_num;
 	uint32_t ord, reads_out;
 	struct tr_slot *rd_head, *rd_tail;
 	uint32_t refs;   /* slots that belong to this connection */
+	uint64_t cmds;   /* commands received */
 	bool dead;
 	struct tr_conn *next;
 	/* Responses corked during one batch of completions (cork_flush). */
@@ -82,24 +97,59 @@ struct tr_conn {
 	struct tr_conn *cork_next;
 };
 
-struct tr {
-	struct tgt *t;
-	const struct tr_opts *o;
+/* Work handed to a loop by another thread. */
+enum msg_kind { M_CM, M_KILL, M_STOP };
+struct tr_msg {
+	struct tr_msg *next;
+	enum msg_kind kind;
+	enum iw_cm_event_type type; /* M_CM: the event, copied */
+	struct iw_cm_id *id;
+	uint8_t ird, ord;
+	size_t len;
+	uint8_t pd[NVMF_CM_PD_SIZE];
+	uint64_t serial;            /* M_KILL: the queue to disconnect */
+};
+
+/* One loop: its thread, base and everything its queues use. Only its
+ * thread touches it, but for the mailbox (mlock). */
+struct tr_loop {
+	struct tr *tr;
+	unsigned idx;
+	pthread_t thread;
 	struct event_base *base;
-	struct iw_context *ctx;
-	struct iw_pd *pd;
-	struct iw_cm_channel *cm;
-	struct iw_cm_id *listener;
 	struct iw_comp_channel *cc;
 	struct iw_cq *scq, *rcq;
 	struct iw_srq *srq;
 	uint8_t *rbufs, *dbufs;
 	struct iw_mr *rmr, *dmr;
-	uint32_t rsize, nslots, budget;
+	uint32_t budget;
 	struct tr_slot *slots;
 	struct tr_conn *conns;
-	bool wildcard;
 	struct tr_conn *corked; /* connections with responses to post */
+	struct event *evs[LOOP_EVS];
+	int mfd;                /* eventfd: the mailbox has mail */
+	pthread_mutex_t mlock;
+	struct tr_msg *mail, **mail_tail;
+	/* For the summary at exit (iwarp-nvmet(1), make nvmf-bench). */
+	uint64_t cmds, queues, io_queues;
+	double cpu_s;
+};
+
+struct tr {
+	struct tgt *t;
+	const struct tr_opts *o;
+	struct iw_context *ctx;
+	struct iw_pd *pd;
+	struct iw_cm_channel *cm;
+	struct iw_cm_id *listener;
+	/* Held from iw_cm_get_event to its ack on loop 0, and around
+	 * iw_cm_destroy_id on every loop: an id is never destroyed while an
+	 * event of it is taken and not acked (that would fail with EBUSY). */
+	pthread_mutex_t cm_lock;
+	uint32_t rsize, nslots, nloops;
+	struct tr_loop *loops;
+	uint64_t serial;
+	bool wildcard;
 };
 
 static uint64_t now_ms(void)
@@ -109,10 +159,10 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void say(const struct tr *tr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct tr *tr, const char *fmt, ...)
+static void say(const struct tr_loop *lp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct tr_loop *lp, const char *fmt, ...)
 {
-	if (!tr->t->cfg.verbose)
+	if (!lp->tr->t->cfg.verbose)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -122,19 +172,22 @@ static void say(const struct tr *tr, const char *fmt, ...)
 	va_end(ap);
 }
 
-static uint8_t *rbuf(struct tr *tr, uint32_t i) { return tr->rbufs + (size_t)i * tr->rsize; }
-static uint8_t *dbuf(struct tr *tr, uint32_t i) { return tr->dbufs + (size_t)i * tr->t->cfg.max_io; }
+static uint8_t *rbuf(struct tr_loop *lp, uint32_t i) { return lp->rbufs + (size_t)i * lp->tr->rsize; }
+static uint8_t *dbuf(struct tr_loop *lp, uint32_t i)
+{
+	return lp->dbufs + (size_t)i * lp->tr->t->cfg.max_io;
+}
 
 /* ------------------------------------------------------------ slots */
 
-static int post_slot(struct tr *tr, struct tr_slot *s)
+static int post_slot(struct tr_loop *lp, struct tr_slot *s)
 {
-	struct iw_sge sge = {.addr = (uintptr_t)rbuf(tr, s->idx), .length = tr->rsize,
-			     .lkey = tr->rmr->lkey};
+	struct iw_sge sge = {.addr = (uintptr_t)rbuf(lp, s->idx), .length = lp->tr->rsize,
+			     .lkey = lp->rmr->lkey};
 	struct iw_recv_wr wr = {.wr_id = s->idx, .sg_list = &sge, .num_sge = 1}, *bad;
 	s->st = S_POSTED;
 	s->conn = NULL;
-	int rc = iw_post_srq_recv(tr->srq, &wr, &bad);
+	int rc = iw_post_srq_recv(lp->srq, &wr, &bad);
 	if (rc)
 		fprintf(stderr, "iwarp-nvmet: iw_post_srq_recv: %s\n", strerror(rc));
 	return rc;
@@ -142,8 +195,8 @@ static int post_slot(struct tr *tr, struct tr_slot *s)
 
 static void conn_free(struct tr_conn *c)
 {
-	struct tr *tr = c->tr;
-	for (struct tr_conn **pp = &tr->conns; *pp; pp = &(*pp)->next)
+	struct tr_loop *lp = c->lp;
+	for (struct tr_conn **pp = &lp->conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
 			break;
@@ -151,10 +204,10 @@ static void conn_free(struct tr_conn *c)
 	free(c);
 }
 
-static void release(struct tr *tr, struct tr_slot *s)
+static void release(struct tr_loop *lp, struct tr_slot *s)
 {
 	struct tr_conn *c = s->conn;
-	post_slot(tr, s);
+	post_slot(lp, s);
 	if (c && --c->refs == 0 && c->dead)
 		conn_free(c);
 }
@@ -163,55 +216,55 @@ static void release(struct tr *tr, struct tr_slot *s)
 
 /* Post a chain of responses; those from a refused WR on are released
  * (a refused WRITE's Send follows it in the chain). */
-static void post_responses(struct tr *tr, struct tr_conn *c, struct iw_send_wr *first)
+static void post_responses(struct tr_loop *lp, struct tr_conn *c, struct iw_send_wr *first)
 {
 	struct iw_send_wr *bad = NULL;
 	int rc = iw_post_send(c->id->qp, first, &bad);
 	if (!rc)
 		return;
-	say(tr, "queue %u: posting the response: %s", c->q.qid, strerror(rc));
+	say(lp, "queue %u: posting the response: %s", c->q.qid, strerror(rc));
 	for (struct iw_send_wr *w = bad; w; w = w->next)
 		if (w->wr_id >> 32 == WR_SEND)
-			release(tr, &tr->slots[(uint32_t)w->wr_id]);
+			release(lp, &lp->slots[(uint32_t)w->wr_id]);
 }
 
 /* Responses made while a batch of completions is handled go out together
  * at its end (cork_flush): one iw_post_send, so one write to the socket
  * for the batch, not one per command. */
-static void cork(struct tr *tr, struct tr_conn *c, struct iw_send_wr *first,
+static void cork(struct tr_loop *lp, struct tr_conn *c, struct iw_send_wr *first,
 		 struct iw_send_wr *last)
 {
 	if (!c->cork_head) {
 		c->cork_tail = &c->cork_head;
-		c->cork_next = tr->corked;
-		tr->corked = c;
+		c->cork_next = lp->corked;
+		lp->corked = c;
 	}
 	last->next = NULL;
 	*c->cork_tail = first;
 	c->cork_tail = &last->next;
 }
 
-static void cork_flush(struct tr *tr)
+static void cork_flush(struct tr_loop *lp)
 {
-	while (tr->corked) {
-		struct tr_conn *c = tr->corked;
+	while (lp->corked) {
+		struct tr_conn *c = lp->corked;
 		struct iw_send_wr *first = c->cork_head;
-		tr->corked = c->cork_next;
+		lp->corked = c->cork_next;
 		c->cork_head = NULL;
-		post_responses(tr, c, first);
+		post_responses(lp, c, first);
 	}
 }
 
-static void respond(struct tr *tr, struct tr_slot *s)
+static void respond(struct tr_loop *lp, struct tr_slot *s)
 {
 	struct tgt_req *req = &s->req;
 	struct tr_conn *c = s->conn;
 	nvmf_cqe_put(s->cqe, &req->cqe);
 	if (req->cqe.status)
-		say(tr, "queue %u cid %u opcode 0x%02x: %s (0x%x)", c->q.qid, req->cmd.cid,
+		say(lp, "queue %u cid %u opcode 0x%02x: %s (0x%x)", c->q.qid, req->cmd.cid,
 		    req->cmd.opc, nvmf_status_str(req->cqe.status), req->cqe.status);
 	s->dsge = (struct iw_sge){.addr = (uintptr_t)req->data, .length = req->c2h_len,
-				  .lkey = tr->dmr->lkey};
+				  .lkey = lp->dmr->lkey};
 	s->csge = (struct iw_sge){.addr = (uintptr_t)s->cqe, .length = sizeof(s->cqe)};
 	s->send = (struct iw_send_wr){.wr_id = (uint64_t)WR_SEND << 32 | s->idx,
 				      .sg_list = &s->csge, .num_sge = 1, .opcode = IW_WR_SEND,
@@ -226,34 +279,25 @@ static void respond(struct tr *tr, struct tr_slot *s)
 	s->write.wr.rdma.remote_addr = req->sgl.addr;
 	s->write.wr.rdma.rkey = req->sgl.key;
 	s->st = S_SEND;
-	cork(tr, c, req->c2h_len ? &s->write : &s->send, &s->send);
+	cork(lp, c, req->c2h_len ? &s->write : &s->send, &s->send);
 }
 
-static void exec(struct tr *tr, struct tr_slot *s)
+static void exec(struct tr_loop *lp, struct tr_slot *s)
 {
-	struct tr_conn *c = s->conn;
-	if (c->q.qid == 0 && tr->wildcard) {
-		/* The discovery log names the address this host reached. */
-		const struct sockaddr_storage *la = &c->id->local_addr;
-		const void *a = la->ss_family == AF_INET6
-					? (const void *)&((const struct sockaddr_in6 *)la)->sin6_addr
-					: (const void *)&((const struct sockaddr_in *)la)->sin_addr;
-		inet_ntop(la->ss_family, a, tr->t->cfg.traddr, sizeof(tr->t->cfg.traddr));
-	}
 	s->st = S_BUSY;
 	if (tgt_cmd_exec(&s->req) == TGT_HOLD) {
 		s->st = S_HOLD;
 		return;
 	}
-	respond(tr, s);
+	respond(lp, s);
 }
 
-static void start_read(struct tr *tr, struct tr_slot *s)
+static void start_read(struct tr_loop *lp, struct tr_slot *s)
 {
 	struct tr_conn *c = s->conn;
 	struct tgt_req *req = &s->req;
 	struct iw_sge sge = {.addr = (uintptr_t)req->data, .length = req->xfer_len,
-			     .lkey = tr->dmr->lkey};
+			     .lkey = lp->dmr->lkey};
 	struct iw_send_wr wr = {.wr_id = (uint64_t)WR_READ << 32 | s->idx, .sg_list = &sge,
 				.num_sge = 1, .opcode = IW_WR_RDMA_READ,
 				.send_flags = IW_SEND_SIGNALED}, *bad;
@@ -264,17 +308,17 @@ static void start_read(struct tr *tr, struct tr_slot *s)
 	int rc = iw_post_send(c->id->qp, &wr, &bad);
 	if (rc) {
 		c->reads_out--;
-		say(tr, "queue %u: posting an RDMA READ: %s", c->q.qid, strerror(rc));
-		release(tr, s);
+		say(lp, "queue %u: posting an RDMA READ: %s", c->q.qid, strerror(rc));
+		release(lp, s);
 	}
 }
 
 /* Host data is fetched with at most ORD READs outstanding, in order. */
-static void want_read(struct tr *tr, struct tr_slot *s)
+static void want_read(struct tr_loop *lp, struct tr_slot *s)
 {
 	struct tr_conn *c = s->conn;
 	if (c->reads_out < c->ord && !c->rd_head) {
-		start_read(tr, s);
+		start_read(lp, s);
 		return;
 	}
 	s->st = S_RDWAIT;
@@ -286,147 +330,210 @@ static void want_read(struct tr *tr, struct tr_slot *s)
 	c->rd_tail = s;
 }
 
-static void pump_reads(struct tr *tr, struct tr_conn *c)
+static void pump_reads(struct tr_loop *lp, struct tr_conn *c)
 {
 	while (c->rd_head && c->reads_out < c->ord) {
 		struct tr_slot *s = c->rd_head;
 		c->rd_head = s->next;
 		if (!c->rd_head)
 			c->rd_tail = NULL;
-		start_read(tr, s);
+		start_read(lp, s);
 	}
 }
 
-static struct tr_conn *conn_by_qp(struct tr *tr, uint32_t qp_num)
+static struct tr_conn *conn_by_qp(struct tr_loop *lp, uint32_t qp_num)
 {
-	for (struct tr_conn *c = tr->conns; c; c = c->next)
+	for (struct tr_conn *c = lp->conns; c; c = c->next)
 		if (c->qp_num == qp_num)
 			return c;
 	return NULL;
 }
 
-static void on_recv(struct tr *tr, const struct iw_wc *wc)
+static void on_recv(struct tr_loop *lp, const struct iw_wc *wc)
 {
-	struct tr_slot *s = &tr->slots[wc->wr_id];
-	struct tr_conn *c = wc->status == IW_WC_SUCCESS ? conn_by_qp(tr, wc->qp_num) : NULL;
+	struct tr_slot *s = &lp->slots[wc->wr_id];
+	struct tr_conn *c = wc->status == IW_WC_SUCCESS ? conn_by_qp(lp, wc->qp_num) : NULL;
 	if (!c || c->dead) {
-		post_slot(tr, s);
+		post_slot(lp, s);
 		return;
 	}
 	s->conn = c;
 	c->refs++;
-	s->req.data = dbuf(tr, s->idx);
-	tr->t->now_ms = now_ms(); /* Keep Alive and Connect stamp the time they arrived */
-	int step = tgt_cmd_begin(&c->q, &s->req, rbuf(tr, s->idx), wc->byte_len);
+	c->cmds++;
+	lp->cmds++;
+	s->req.data = dbuf(lp, s->idx);
+	/* Keep Alive and Connect stamp the time they arrived; the I/O path
+	 * does not look at the clock. */
+	s->req.now_ms = c->q.qid && c->q.ctrl ? 0 : now_ms();
+	int step = tgt_cmd_begin(&c->q, &s->req, rbuf(lp, s->idx), wc->byte_len);
 	if (step < 0) {
 		/* No command ID to answer: a fatal transport error. */
 		fprintf(stderr, "iwarp-nvmet: queue %u: capsule of %u octets (< 64): disconnecting\n",
 			c->q.qid, wc->byte_len);
-		if (c->q.ctrl)
-			c->q.ctrl->csts |= NVME_CSTS_CFS;
-		release(tr, s);
+		tgt_queue_fatal(&c->q);
+		release(lp, s);
 		iw_cm_disconnect(c->id);
 		return;
 	}
 	if (step == TGT_FETCH)
-		want_read(tr, s);
+		want_read(lp, s);
 	else if (step == TGT_EXEC)
-		exec(tr, s);
+		exec(lp, s);
 	else
-		respond(tr, s);
+		respond(lp, s);
 }
 
-static void on_send(struct tr *tr, const struct iw_wc *wc)
+static void on_send(struct tr_loop *lp, const struct iw_wc *wc)
 {
-	struct tr_slot *s = &tr->slots[(uint32_t)wc->wr_id];
+	struct tr_slot *s = &lp->slots[(uint32_t)wc->wr_id];
 	enum wr_kind kind = (enum wr_kind)(wc->wr_id >> 32);
 	struct tr_conn *c = s->conn;
 	if (kind == WR_WRITE)
 		return; /* unsignaled: only errors come here, and the Send behind follows */
 	if (kind == WR_SEND) {
-		release(tr, s);
+		release(lp, s);
 		return;
 	}
 	c->reads_out--;
 	if (wc->status != IW_WC_SUCCESS || c->dead) {
 		if (wc->status != IW_WC_WR_FLUSH_ERR)
-			say(tr, "queue %u: RDMA READ failed: %s", c->q.qid, iw_wc_status_str(wc->status));
-		release(tr, s);
+			say(lp, "queue %u: RDMA READ failed: %s", c->q.qid, iw_wc_status_str(wc->status));
+		release(lp, s);
 	} else {
-		exec(tr, s);
+		exec(lp, s);
 	}
 	if (!c->dead)
-		pump_reads(tr, c);
+		pump_reads(lp, c);
 }
 
-static void poll_cq(struct tr *tr, struct iw_cq *cq, bool recv)
+static void poll_cq(struct tr_loop *lp, struct iw_cq *cq, bool recv)
 {
 	struct iw_wc wc[CQ_BATCH];
 	int n;
 	while ((n = iw_poll_cq(cq, CQ_BATCH, wc)) > 0) {
 		for (int i = 0; i < n; i++)
-			(recv ? on_recv : on_send)(tr, &wc[i]);
-		cork_flush(tr);
+			(recv ? on_recv : on_send)(lp, &wc[i]);
+		cork_flush(lp);
 	}
 }
 
 static void on_cq_event(evutil_socket_t fd, short what, void *arg)
 {
-	struct tr *tr = arg;
+	struct tr_loop *lp = arg;
 	struct iw_cq *cq;
 	void *ctx;
 	(void)fd;
 	(void)what;
-	while (iw_get_cq_event(tr->cc, &cq, &ctx) == 0) {
+	while (iw_get_cq_event(lp->cc, &cq, &ctx) == 0) {
 		iw_ack_cq_events(cq, 1);
 		iw_req_notify_cq(cq, 0);
 	}
-	poll_cq(tr, tr->rcq, true);
-	poll_cq(tr, tr->scq, false);
+	poll_cq(lp, lp->rcq, true);
+	poll_cq(lp, lp->scq, false);
+}
+
+/* ------------------------------------------------------------ mailboxes */
+
+static void mail(struct tr_loop *lp, struct tr_msg *m)
+{
+	uint64_t one = 1;
+	m->next = NULL;
+	pthread_mutex_lock(&lp->mlock);
+	*lp->mail_tail = m;
+	lp->mail_tail = &m->next;
+	pthread_mutex_unlock(&lp->mlock);
+	/* Fails only when the counter would overflow: a wake-up is pending. */
+	if (write(lp->mfd, &one, sizeof(one)) < 0)
+		return;
+}
+
+static void mail_simple(struct tr_loop *lp, enum msg_kind kind, uint64_t serial)
+{
+	struct tr_msg *m = calloc(1, sizeof(*m));
+	if (!m) {
+		fprintf(stderr, "iwarp-nvmet: no memory for a message to loop %u\n", lp->idx);
+		return;
+	}
+	m->kind = kind;
+	m->serial = serial;
+	mail(lp, m);
+}
+
+static struct tr_msg *mail_take(struct tr_loop *lp)
+{
+	pthread_mutex_lock(&lp->mlock);
+	struct tr_msg *m = lp->mail;
+	lp->mail = NULL;
+	lp->mail_tail = &lp->mail;
+	pthread_mutex_unlock(&lp->mlock);
+	return m;
 }
 
 /* ------------------------------------------------------------ connections */
 
+static void destroy_id(struct tr *tr, struct iw_cm_id *id)
+{
+	pthread_mutex_lock(&tr->cm_lock);
+	int rc = iw_cm_destroy_id(id);
+	pthread_mutex_unlock(&tr->cm_lock);
+	if (rc)
+		fprintf(stderr, "iwarp-nvmet: iw_cm_destroy_id: %s\n", strerror(rc));
+}
+
 /* Slots a dead queue still holds without a WR (held AERs, reads waiting
  * for ORD) come back now; those with WRs come back with their flushes. */
-static void conn_dead(struct tr *tr, struct tr_conn *c)
+static void conn_dead(struct tr_loop *lp, struct tr_conn *c)
 {
 	if (c->dead)
 		return;
 	c->dead = true;
 	c->refs++; /* held until the end: releases below must not free c */
-	tr->budget -= c->q.size;
+	lp->budget -= c->q.size;
+	say(lp, "queue %u on loop %u: closed after %" PRIu64 " commands", c->q.qid, lp->idx,
+	    c->cmds);
 	tgt_queue_gone(&c->q);
-	for (uint32_t i = 0; i < tr->nslots; i++) {
-		struct tr_slot *s = &tr->slots[i];
+	for (uint32_t i = 0; i < lp->tr->nslots; i++) {
+		struct tr_slot *s = &lp->slots[i];
 		if (s->conn == c && (s->st == S_HOLD || s->st == S_RDWAIT))
-			release(tr, s);
+			release(lp, s);
 	}
 	c->rd_head = c->rd_tail = NULL;
-	iw_cm_destroy_id(c->id);
+	destroy_id(lp->tr, c->id);
 	c->id = NULL;
 	if (--c->refs == 0)
 		conn_free(c);
 	else
-		poll_cq(tr, tr->scq, false);
+		poll_cq(lp, lp->scq, false);
 }
 
+/* Under tgt.lock, from any loop: each queue of the controller is told to
+ * disconnect by its own loop (a CM call for another loop's id would wait
+ * for that loop, which may be waiting for tgt.lock). */
 static void ctrl_dead(struct tgt *t, struct tgt_ctrl *ctrl, const char *why)
 {
-	struct tr *tr = t->tp;
 	/* A host that leaves is news only to the curious; a timeout always is. */
 	if (t->cfg.verbose || ctrl->dead_loud)
 		fprintf(stderr, "iwarp-nvmet: controller %u (%s): %s\n", ctrl->cntlid,
 			ctrl->hostnqn, why);
-	for (struct tr_conn *c = tr->conns; c; c = c->next)
-		if (!c->dead && c->q.ctrl == ctrl)
+	for (uint32_t i = 0; i <= t->cfg.max_qid; i++) {
+		struct tgt_queue *q = ctrl->queues[i];
+		struct tr_conn *c = q ? q->tp : NULL;
+		if (c)
+			mail_simple(c->lp, M_KILL, c->serial);
+	}
+}
+
+static void on_kill(struct tr_loop *lp, uint64_t serial)
+{
+	for (struct tr_conn *c = lp->conns; c; c = c->next)
+		if (c->serial == serial && !c->dead)
 			iw_cm_disconnect(c->id);
 }
 
 /* The binding's checks of the host's private data; 0 or a reject code. */
-static int check_request(struct tr *tr, const struct nvmf_cm_req *r, uint8_t peer_ird)
+static int check_request(struct tr_loop *lp, const struct nvmf_cm_req *r, uint8_t peer_ird)
 {
-	const struct tgt_cfg *cfg = &tr->t->cfg;
+	const struct tgt_cfg *cfg = &lp->tr->t->cfg;
 	uint32_t size = (uint32_t)r->hsqsize + 1;
 	if (r->qid > cfg->max_qid)
 		return NVMF_CM_INVALID_QID;
@@ -436,20 +543,33 @@ static int check_request(struct tr *tr, const struct nvmf_cm_req *r, uint8_t pee
 		return NVMF_CM_INVALID_HRQSIZE;
 	if (peer_ird == 0)
 		return NVMF_CM_INVALID_IRD;
-	if (tr->budget + size > tr->nslots / 2)
+	if (lp->budget + size > lp->tr->nslots / 2)
 		return NVMF_CM_NO_RSC;
 	return 0;
 }
 
-static int accept_conn(struct tr *tr, struct iw_cm_id *id, const struct nvmf_cm_req *r,
+/* The discovery log names the address this host reached when we listen
+ * on a wildcard address. */
+static void local_name(struct tr_conn *c)
+{
+	const struct sockaddr_storage *la = &c->id->local_addr;
+	const void *a = la->ss_family == AF_INET6
+				? (const void *)&((const struct sockaddr_in6 *)la)->sin6_addr
+				: (const void *)&((const struct sockaddr_in *)la)->sin_addr;
+	if (c->lp->tr->wildcard)
+		inet_ntop(la->ss_family, a, c->q.traddr, sizeof(c->q.traddr));
+}
+
+static int accept_conn(struct tr_loop *lp, struct iw_cm_id *id, const struct nvmf_cm_req *r,
 		       uint8_t peer_ird)
 {
+	struct tr *tr = lp->tr;
 	uint16_t size = (uint16_t)(r->hsqsize + 1);
 	struct tr_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NVMF_CM_NO_RSC;
 	struct iw_qp_init_attr qa = {
-		.send_cq = tr->scq, .recv_cq = tr->rcq, .srq = tr->srq, .qp_type = IW_QPT_RC,
+		.send_cq = lp->scq, .recv_cq = lp->rcq, .srq = lp->srq, .qp_type = IW_QPT_RC,
 		.cap = {.max_send_wr = 3u * size + 8, .max_recv_wr = 1, .max_send_sge = 1,
 			.max_recv_sge = 1, .max_inline_data = 64},
 	};
@@ -457,12 +577,14 @@ static int accept_conn(struct tr *tr, struct iw_cm_id *id, const struct nvmf_cm_
 		free(c);
 		return NVMF_CM_NO_RSC;
 	}
-	c->tr = tr;
+	c->lp = lp;
 	c->id = id;
+	c->serial = __atomic_add_fetch(&tr->serial, 1, __ATOMIC_RELAXED);
 	c->qp_num = iw_qp_num(id->qp);
 	c->ord = peer_ird < MAX_ORD ? peer_ird : MAX_ORD;
 	tgt_queue_init(&c->q, tr->t, r->qid, size);
 	c->q.tp = c;
+	local_name(c);
 	uint8_t pd[NVMF_CM_PD_SIZE];
 	struct nvmf_cm_rep rep = {.recfmt = 0, .crqsize = size};
 	nvmf_cm_rep_put(pd, &rep);
@@ -473,62 +595,133 @@ static int accept_conn(struct tr *tr, struct iw_cm_id *id, const struct nvmf_cm_
 		free(c);
 		return NVMF_CM_NO_RSC;
 	}
-	tr->budget += size;
-	c->next = tr->conns;
-	tr->conns = c;
-	say(tr, "queue %u: accepted (%u entries, ORD %u)", r->qid, size, c->ord);
+	lp->budget += size;
+	lp->queues++;
+	lp->io_queues += r->qid != 0;
+	c->next = lp->conns;
+	lp->conns = c;
+	say(lp, "queue %u: accepted on loop %u (%u entries, ORD %u)", r->qid, lp->idx, size, c->ord);
 	return 0;
 }
 
-static void on_request(struct tr *tr, struct iw_cm_id *id, const uint8_t *pd, size_t len,
+static void on_request(struct tr_loop *lp, struct iw_cm_id *id, const uint8_t *pd, size_t len,
 		       uint8_t peer_ird)
 {
 	struct nvmf_cm_req r;
 	int st = nvmf_cm_req_parse(&r, pd, len);
 	if (!st)
-		st = check_request(tr, &r, peer_ird);
+		st = check_request(lp, &r, peer_ird);
 	if (!st)
-		st = accept_conn(tr, id, &r, peer_ird);
+		st = accept_conn(lp, id, &r, peer_ird);
 	if (!st)
 		return;
 	fprintf(stderr, "iwarp-nvmet: connection rejected: %s\n", nvmf_cm_status_str(st));
 	uint8_t rej[NVMF_CM_REJ_SIZE];
 	nvmf_cm_rej_put(rej, (uint16_t)st);
 	iw_cm_reject(id, rej, sizeof(rej));
-	iw_cm_destroy_id(id);
+	destroy_id(lp->tr, id);
 }
 
-static struct tr_conn *conn_by_id(struct tr *tr, const struct iw_cm_id *id)
+static struct tr_conn *conn_by_id(struct tr_loop *lp, const struct iw_cm_id *id)
 {
-	for (struct tr_conn *c = tr->conns; c; c = c->next)
+	for (struct tr_conn *c = lp->conns; c; c = c->next)
 		if (c->id == id)
 			return c;
 	return NULL;
 }
 
+/* A CM event on the loop of its id. The id of an event read before it was
+ * destroyed matches no connection (c->id is cleared then): ignored. */
+static void on_cm(struct tr_loop *lp, const struct tr_msg *m)
+{
+	struct tr_conn *c = conn_by_id(lp, m->id);
+	if (m->type == IW_CM_EVENT_CONNECT_REQUEST)
+		on_request(lp, m->id, m->pd, m->len, m->ird);
+	else if (m->type == IW_CM_EVENT_ESTABLISHED && c)
+		c->ord = m->ord < MAX_ORD ? m->ord : MAX_ORD;
+	else if (c && (m->type == IW_CM_EVENT_DISCONNECTED || m->type == IW_CM_EVENT_CONNECT_ERROR))
+		conn_dead(lp, c);
+}
+
+static void on_mail(evutil_socket_t fd, short what, void *arg)
+{
+	struct tr_loop *lp = arg;
+	uint64_t v;
+	(void)what;
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	for (struct tr_msg *m = mail_take(lp), *next; m; m = next) {
+		next = m->next;
+		if (m->kind == M_CM)
+			on_cm(lp, m);
+		else if (m->kind == M_KILL)
+			on_kill(lp, m->serial);
+		else
+			event_base_loopbreak(lp->base);
+		free(m);
+	}
+}
+
+/* Read one CM event and copy what we need, under cm_lock until it is
+ * acked; NULL when none is queued. */
+static struct tr_msg *cm_take(struct tr *tr, unsigned *loop)
+{
+	struct iw_cm_event *ev;
+	pthread_mutex_lock(&tr->cm_lock);
+	if (iw_cm_get_event(tr->cm, &ev)) {
+		pthread_mutex_unlock(&tr->cm_lock);
+		return NULL;
+	}
+	struct tr_msg *m = calloc(1, sizeof(*m));
+	if (m) {
+		m->kind = M_CM;
+		m->type = ev->event;
+		m->id = ev->id;
+		m->len = ev->param.private_data_len <= sizeof(m->pd) ? ev->param.private_data_len : 0;
+		if (m->len)
+			memcpy(m->pd, ev->param.private_data, m->len);
+		m->ird = ev->param.responder_resources;
+		m->ord = ev->param.initiator_depth;
+		if (iw_cm_get_loop(ev->id, loop) || *loop >= tr->nloops)
+			*loop = 0;
+	} else if (ev->event == IW_CM_EVENT_CONNECT_REQUEST) {
+		iw_cm_reject(ev->id, NULL, 0);
+	}
+	iw_cm_ack_event(ev);
+	pthread_mutex_unlock(&tr->cm_lock);
+	return m;
+}
+
+/* Loop 0 reads the listener's channel and hands each event to its id's
+ * loop, in order. */
 static void on_cm_event(evutil_socket_t fd, short what, void *arg)
 {
-	struct tr *tr = arg;
-	struct iw_cm_event *ev;
+	struct tr_loop *lp = arg;
+	struct tr_msg *m;
+	unsigned loop;
 	(void)fd;
 	(void)what;
-	while (iw_cm_get_event(tr->cm, &ev) == 0) {
-		enum iw_cm_event_type type = ev->event;
-		struct iw_cm_id *id = ev->id;
-		uint8_t pd[512];
-		size_t len = ev->param.private_data_len < sizeof(pd) ? ev->param.private_data_len : 0;
-		if (len)
-			memcpy(pd, ev->param.private_data, len);
-		uint8_t ird = ev->param.responder_resources, ord = ev->param.initiator_depth;
-		iw_cm_ack_event(ev);
-		struct tr_conn *c = conn_by_id(tr, id);
-		if (type == IW_CM_EVENT_CONNECT_REQUEST)
-			on_request(tr, id, pd, len, ird);
-		else if (type == IW_CM_EVENT_ESTABLISHED && c)
-			c->ord = ord < MAX_ORD ? ord : MAX_ORD;
-		else if (c && (type == IW_CM_EVENT_DISCONNECTED || type == IW_CM_EVENT_CONNECT_ERROR))
-			conn_dead(tr, c);
+	while ((m = cm_take(lp->tr, &loop)) != NULL) {
+		if (loop == lp->idx) {
+			on_cm(lp, m);
+			free(m);
+		} else {
+			mail(&lp->tr->loops[loop], m);
+		}
 	}
+}
+
+/* I/O queue q on loop (q - 1) mod N; the admin and discovery queues (and
+ * requests we will reject) in turn. Runs on the listener's loop. */
+static int pick_loop(struct iw_cm_id *listener, const struct iw_cm_event *req, void *arg)
+{
+	const struct tr *tr = arg;
+	struct nvmf_cm_req r;
+	(void)listener;
+	if (nvmf_cm_req_parse(&r, req->param.private_data, req->param.private_data_len) ||
+	    r.qid == 0)
+		return -1;
+	return (int)((r.qid - 1u) % tr->nloops);
 }
 
 /* QP errors (a peer's TERMINATE, a protocol violation we answered): said
@@ -536,12 +729,12 @@ static void on_cm_event(evutil_socket_t fd, short what, void *arg)
  * connection's DISCONNECTED follows and tears the queue down. */
 static void on_async(evutil_socket_t fd, short what, void *arg)
 {
-	struct tr *tr = arg;
+	struct tr_loop *lp = arg;
 	struct iw_async_event ev;
 	(void)fd;
 	(void)what;
-	while (iw_get_async_event(tr->ctx, &ev) == 0) {
-		say(tr, "%s (TERMINATE %s%s)", iw_event_type_str(ev.event_type),
+	while (iw_get_async_event(lp->tr->ctx, &ev) == 0) {
+		say(lp, "%s (TERMINATE %s%s)", iw_event_type_str(ev.event_type),
 		    iw_term_str(ev.term), ev.term_from_peer ? ", from the host" : "");
 		iw_ack_async_event(&ev);
 	}
@@ -549,17 +742,10 @@ static void on_async(evutil_socket_t fd, short what, void *arg)
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-	struct tr *tr = arg;
+	struct tr_loop *lp = arg;
 	(void)fd;
 	(void)what;
-	tgt_tick(tr->t, now_ms());
-}
-
-static void on_signal(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	event_base_loopbreak(arg);
+	tgt_tick(lp->tr->t, now_ms());
 }
 
 /* ------------------------------------------------------------ setup */
@@ -570,45 +756,83 @@ static void *page_alloc(size_t len)
 	return posix_memalign(&p, 4096, len) ? NULL : p;
 }
 
-static int setup_verbs(struct tr *tr)
+static int setup_context(struct tr *tr)
 {
-	struct tgt_cfg *cfg = &tr->t->cfg;
-	struct iw_context_attr ca = {.base = tr->base};
+	struct event_base *bases[TR_MAX_LOOPS];
+	struct iw_context_attr ca = {.comp_mask = IW_CONTEXT_ATTR_LOOPS, .num_loops = tr->nloops,
+				     .bases = bases};
 	if (tr->o->pcap) {
-		ca.comp_mask = IW_CONTEXT_ATTR_PCAP;
+		ca.comp_mask |= IW_CONTEXT_ATTR_PCAP;
 		ca.pcap_path = tr->o->pcap;
 	}
-	tr->rsize = NVMF_CMD_SIZE + cfg->icd_max;
+	for (uint32_t i = 0; i < tr->nloops; i++)
+		bases[i] = tr->loops[i].base;
+	tr->rsize = NVMF_CMD_SIZE + tr->t->cfg.icd_max;
 	tr->ctx = iw_context_new(&ca);
 	tr->pd = tr->ctx ? iw_alloc_pd(tr->ctx) : NULL;
 	tr->cm = tr->ctx ? iw_cm_create_channel(tr->ctx) : NULL;
-	tr->cc = tr->ctx ? iw_create_comp_channel(tr->ctx) : NULL;
-	if (!tr->pd || !tr->cm || !tr->cc)
+	return tr->pd && tr->cm ? 0 : -1;
+}
+
+static int setup_loop_verbs(struct tr_loop *lp)
+{
+	struct tr *tr = lp->tr;
+	size_t max_io = tr->t->cfg.max_io;
+	lp->cc = iw_create_comp_channel(tr->ctx);
+	if (!lp->cc)
 		return -1;
-	tr->rcq = iw_create_cq(tr->ctx, (int)tr->nslots * 2, NULL, tr->cc, 0);
-	tr->scq = iw_create_cq(tr->ctx, 1 << 16, NULL, tr->cc, 0);
+	lp->rcq = iw_create_cq(tr->ctx, (int)tr->nslots * 2, NULL, lp->cc, 0);
+	lp->scq = iw_create_cq(tr->ctx, 1 << 16, NULL, lp->cc, 0);
 	struct iw_srq_init_attr sa = {.attr = {.max_wr = tr->nslots, .max_sge = 1}};
-	tr->srq = iw_create_srq(tr->pd, &sa);
-	tr->rbufs = page_alloc((size_t)tr->nslots * tr->rsize);
-	tr->dbufs = page_alloc((size_t)tr->nslots * cfg->max_io);
-	tr->slots = calloc(tr->nslots, sizeof(*tr->slots));
-	if (!tr->rcq || !tr->scq || !tr->srq || !tr->rbufs || !tr->dbufs || !tr->slots)
+	lp->srq = iw_create_srq(tr->pd, &sa);
+	lp->rbufs = page_alloc((size_t)tr->nslots * tr->rsize);
+	lp->dbufs = page_alloc((size_t)tr->nslots * max_io);
+	lp->slots = calloc(tr->nslots, sizeof(*lp->slots));
+	if (!lp->rcq || !lp->scq || !lp->srq || !lp->rbufs || !lp->dbufs || !lp->slots)
 		return -1;
 	/* Receive buffers are ours alone; data buffers are the sink of the
 	 * host's READ Responses, which iWARP requires to be remotely
 	 * writable. Two regions, so the first never is. */
-	tr->rmr = iw_reg_mr(tr->pd, tr->rbufs, (size_t)tr->nslots * tr->rsize, IW_ACCESS_LOCAL_WRITE);
-	tr->dmr = iw_reg_mr(tr->pd, tr->dbufs, (size_t)tr->nslots * cfg->max_io,
+	lp->rmr = iw_reg_mr(tr->pd, lp->rbufs, (size_t)tr->nslots * tr->rsize, IW_ACCESS_LOCAL_WRITE);
+	lp->dmr = iw_reg_mr(tr->pd, lp->dbufs, (size_t)tr->nslots * max_io,
 			    IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
-	if (!tr->rmr || !tr->dmr)
+	if (!lp->rmr || !lp->dmr)
 		return -1;
 	for (uint32_t i = 0; i < tr->nslots; i++) {
-		tr->slots[i].idx = i;
-		if (post_slot(tr, &tr->slots[i]))
+		lp->slots[i].idx = i;
+		if (post_slot(lp, &lp->slots[i]))
 			return -1;
 	}
-	iw_req_notify_cq(tr->rcq, 0);
-	iw_req_notify_cq(tr->scq, 0);
+	iw_req_notify_cq(lp->rcq, 0);
+	iw_req_notify_cq(lp->scq, 0);
+	return 0;
+}
+
+static void nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* The loop's events: its mailbox, its completion channel; loop 0 also
+ * reads the CM channel and the asynchronous events and runs the tick. */
+static int setup_loop_events(struct tr_loop *lp)
+{
+	struct tr *tr = lp->tr;
+	struct timeval tick = {0, 100000};
+	int n = lp->idx == 0 ? LOOP_EVS : 2;
+	nonblock(lp->cc->fd);
+	lp->evs[0] = event_new(lp->base, lp->mfd, EV_READ | EV_PERSIST, on_mail, lp);
+	lp->evs[1] = event_new(lp->base, lp->cc->fd, EV_READ | EV_PERSIST, on_cq_event, lp);
+	if (lp->idx == 0) {
+		nonblock(tr->cm->fd);
+		lp->evs[2] = event_new(lp->base, tr->cm->fd, EV_READ | EV_PERSIST, on_cm_event, lp);
+		lp->evs[3] = event_new(lp->base, iw_context_async_fd(tr->ctx), EV_READ | EV_PERSIST,
+				       on_async, lp);
+		lp->evs[4] = event_new(lp->base, -1, EV_PERSIST, on_tick, lp);
+	}
+	for (int i = 0; i < n; i++)
+		if (!lp->evs[i] || event_add(lp->evs[i], i == 4 ? &tick : NULL))
+			return -1;
 	return 0;
 }
 
@@ -630,7 +854,12 @@ static int setup_listen(struct tr *tr)
 		fprintf(stderr, "iwarp-nvmet: %s: not an IPv4 or IPv6 address\n", addr);
 		return -1;
 	}
+	struct iw_cm_spread sp = {.policy = IW_CM_SPREAD_CALLBACK, .pick = pick_loop, .pick_arg = tr};
 	int rc = iw_cm_create_id(tr->cm, &tr->listener, tr);
+	if (!rc)
+		rc = iw_cm_set_loop(tr->listener, 0);
+	if (!rc)
+		rc = iw_cm_set_spread(tr->listener, &sp);
 	if (!rc)
 		rc = iw_cm_bind_addr(tr->listener, (struct sockaddr *)&ss);
 	if (!rc)
@@ -642,78 +871,176 @@ static int setup_listen(struct tr *tr)
 	const struct sockaddr_storage *la = &tr->listener->local_addr;
 	uint16_t port = ntohs(la->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)la)->sin6_port
 							: ((const struct sockaddr_in *)la)->sin_port);
+	/* The loops already serve (discovery reads these under the lock). */
+	pthread_mutex_lock(&tr->t->lock);
 	snprintf(tr->t->cfg.trsvcid, sizeof(tr->t->cfg.trsvcid), "%u", port);
 	snprintf(tr->t->cfg.traddr, sizeof(tr->t->cfg.traddr), "%s", addr);
-	printf("iwarp-nvmet: %s listening on %s:%u (%u namespace%s)\n", tr->t->cfg.subnqn, addr,
-	       port, tr->t->cfg.nns, tr->t->cfg.nns == 1 ? "" : "s");
+	pthread_mutex_unlock(&tr->t->lock);
+	printf("iwarp-nvmet: %s listening on %s:%u (%u namespace%s, %u loop%s)\n",
+	       tr->t->cfg.subnqn, addr, port, tr->t->cfg.nns, tr->t->cfg.nns == 1 ? "" : "s",
+	       tr->nloops, tr->nloops == 1 ? "" : "s");
 	fflush(stdout);
 	return 0;
 }
 
-static void teardown(struct tr *tr)
+/* ------------------------------------------------------------ loops */
+
+/* Ends what the loop still serves; on its own thread, after its base
+ * stopped (CM calls for its ids run inline there). */
+static void loop_close(struct tr_loop *lp)
 {
-	while (tr->conns) {
-		struct tr_conn *c = tr->conns;
+	while (lp->conns) {
+		struct tr_conn *c = lp->conns;
 		if (!c->dead)
-			conn_dead(tr, c);
+			conn_dead(lp, c);
 		else /* still waiting for flushes that will not come now */
 			conn_free(c);
 	}
-	iw_cm_destroy_id(tr->listener);
-	iw_destroy_srq(tr->srq);
-	iw_dereg_mr(tr->rmr);
-	iw_dereg_mr(tr->dmr);
-	iw_destroy_cq(tr->rcq);
-	iw_destroy_cq(tr->scq);
-	iw_destroy_comp_channel(tr->cc);
+	if (lp->idx == 0 && lp->tr->listener) {
+		destroy_id(lp->tr, lp->tr->listener);
+		lp->tr->listener = NULL;
+	}
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *loop_main(void *arg)
+{
+	struct tr_loop *lp = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "nvmet-loop-%u", lp->idx);
+	pthread_setname_np(pthread_self(), name); /* for ps -L, top -H, make nvmf-bench */
+	event_base_dispatch(lp->base);
+	loop_close(lp);
+	tgt_ns_buffers_free();
+	lp->cpu_s = thread_cpu_s();
+	return NULL;
+}
+
+static int loop_init(struct tr *tr, unsigned i)
+{
+	struct tr_loop *lp = &tr->loops[i];
+	lp->tr = tr;
+	lp->idx = i;
+	lp->mail_tail = &lp->mail;
+	pthread_mutex_init(&lp->mlock, NULL);
+	lp->base = event_base_new();
+	lp->mfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return lp->base && lp->mfd >= 0 ? 0 : -1;
+}
+
+static void loop_free(struct tr_loop *lp)
+{
+	for (int i = 0; i < LOOP_EVS; i++)
+		if (lp->evs[i])
+			event_free(lp->evs[i]);
+	for (struct tr_msg *m = mail_take(lp), *next; m; m = next) {
+		next = m->next;
+		free(m);
+	}
+	iw_destroy_srq(lp->srq);
+	iw_dereg_mr(lp->rmr);
+	iw_dereg_mr(lp->dmr);
+	iw_destroy_cq(lp->rcq);
+	iw_destroy_cq(lp->scq);
+	iw_destroy_comp_channel(lp->cc);
+	free(lp->rbufs);
+	free(lp->dbufs);
+	free(lp->slots);
+	if (lp->mfd >= 0)
+		close(lp->mfd);
+	pthread_mutex_destroy(&lp->mlock);
+}
+
+/* Per loop: what it served and the CPU time of its thread (iwarp-nvmet(1)). */
+static void summary(const struct tr *tr)
+{
+	for (uint32_t i = 0; i < tr->nloops; i++) {
+		const struct tr_loop *lp = &tr->loops[i];
+		printf("iwarp-nvmet: loop %u: %" PRIu64 " commands, %" PRIu64 " queues (%" PRIu64
+		       " I/O), %.3f s CPU\n",
+		       i, lp->cmds, lp->queues, lp->io_queues, lp->cpu_s);
+	}
+	fflush(stdout);
+}
+
+static void teardown(struct tr *tr, uint32_t started)
+{
+	for (uint32_t i = 0; i < started; i++)
+		mail_simple(&tr->loops[i], M_STOP, 0);
+	for (uint32_t i = 0; i < started; i++)
+		pthread_join(tr->loops[i].thread, NULL);
+	if (started)
+		summary(tr);
+	for (uint32_t i = 0; i < tr->nloops && tr->loops[i].base; i++)
+		loop_free(&tr->loops[i]);
 	iw_cm_destroy_channel(tr->cm);
 	iw_dealloc_pd(tr->pd);
 	iw_context_free(tr->ctx);
-	free(tr->rbufs);
-	free(tr->dbufs);
-	free(tr->slots);
+	for (uint32_t i = 0; i < tr->nloops; i++)
+		if (tr->loops[i].base)
+			event_base_free(tr->loops[i].base);
+	free(tr->loops);
+	pthread_mutex_destroy(&tr->cm_lock);
 }
 
-static void nonblock(int fd)
+static int setup(struct tr *tr)
 {
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (uint32_t i = 0; i < tr->nloops; i++)
+		if (loop_init(tr, i))
+			return -1;
+	if (setup_context(tr))
+		return -1;
+	for (uint32_t i = 0; i < tr->nloops; i++)
+		if (setup_loop_verbs(&tr->loops[i]) || setup_loop_events(&tr->loops[i]))
+			return -1;
+	return 0;
+}
+
+/* SIGINT and SIGTERM are taken by sigwait on the main thread; the loop
+ * threads start with them blocked. */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }
 
 int tr_run(struct tgt *t, const struct tr_opts *o)
 {
-	struct tr tr = {.t = t, .o = o, .nslots = o->slots};
+	struct tr tr = {.t = t, .o = o, .nslots = o->slots, .nloops = o->loops};
+	sigset_t set;
+	uint32_t started = 0;
+	int rc = 1, sig;
 	t->tp = &tr;
 	t->ctrl_dead = ctrl_dead;
 	t->now_ms = now_ms();
-	tr.base = event_base_new();
-	int rc = 1;
-	if (!tr.base || setup_verbs(&tr)) {
+	pthread_mutex_init(&tr.cm_lock, NULL);
+	tr.loops = calloc(tr.nloops, sizeof(*tr.loops));
+	block_signals(&set);
+	if (!tr.loops || setup(&tr)) {
 		fprintf(stderr, "iwarp-nvmet: setting up libiwarp: %s\n", strerror(errno));
 		goto out;
 	}
+	for (; started < tr.nloops; started++)
+		if (pthread_create(&tr.loops[started].thread, NULL, loop_main, &tr.loops[started])) {
+			fprintf(stderr, "iwarp-nvmet: starting loop %u failed\n", started);
+			goto out;
+		}
+	/* CM calls from here wait for loop 0, which runs now. */
 	if (setup_listen(&tr))
 		goto out;
-	nonblock(tr.cm->fd);
-	nonblock(tr.cc->fd);
-	struct timeval tick = {0, 100000};
-	struct event *evs[] = {
-		event_new(tr.base, tr.cm->fd, EV_READ | EV_PERSIST, on_cm_event, &tr),
-		event_new(tr.base, tr.cc->fd, EV_READ | EV_PERSIST, on_cq_event, &tr),
-		event_new(tr.base, -1, EV_PERSIST, on_tick, &tr),
-		evsignal_new(tr.base, SIGINT, on_signal, tr.base),
-		evsignal_new(tr.base, SIGTERM, on_signal, tr.base),
-		event_new(tr.base, iw_context_async_fd(tr.ctx), EV_READ | EV_PERSIST, on_async, &tr),
-	};
-	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
-		event_add(evs[i], i == 2 ? &tick : NULL);
-	signal(SIGPIPE, SIG_IGN);
-	event_base_dispatch(tr.base);
-	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
-		event_free(evs[i]);
+	sigwait(&set, &sig);
 	rc = 0;
 out:
-	teardown(&tr);
-	if (tr.base)
-		event_base_free(tr.base);
+	if (tr.loops)
+		teardown(&tr, started);
 	return rc;
 }

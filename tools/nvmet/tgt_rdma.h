@@ -7,10 +7,13 @@
 
 #include "tgt.h"
 
+#define TR_MAX_LOOPS 256
+
 struct tr_opts {
 	const char *addr;    /* listen address (NULL: 0.0.0.0) */
 	uint16_t port;       /* 0: the kernel picks; printed */
-	uint32_t slots;      /* SRQ entries = receive buffers; half of them is the queue budget */
+	uint32_t slots;      /* per loop: SRQ entries = receive buffers; half is its queue budget */
+	uint32_t loops;      /* event loops (threads), 1..TR_MAX_LOOPS */
 	const char *pcap;    /* trace file, or NULL */
 };
 
