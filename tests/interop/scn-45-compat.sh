@@ -157,6 +157,25 @@ row_ok() { grep -Eq "^ *$2 +$3 +[0-9]" "$1" || echo "no result row for $2 octets
 
 BW=(ib_write_bw -R -F -s 65536 -n 100)
 
+# close_race GUEST OURS: siw's client failed nothing but the Send of
+# perftest's closing handshake, with wc status 2 (LOC_QP_OP_ERR), and our
+# server had received that Send and answered it (its closing dashes follow
+# its result row). perftest's server tears both connections down as soon
+# as its answer is out (the control one abortively, as the kernel's
+# rdma_cm does), and siw fails a Send whose connection goes down before
+# its transmit path has returned, though every octet of it was sent and
+# answered (siw_qp_tx.c: -ECONNABORTED "after a full DDP segment if the
+# connection goes down"). The emulated guest CPU makes that window wide:
+# a quiet host's fast teardown hit it in about 1 run of 10 (CI, and a
+# loop here), a loaded host in none of 40. The transfer under test was
+# complete and reported by then, so this is siw's report, not a fault.
+close_race() {
+	grep -q 'Bad wc status 2$' "$1" &&
+		grep -q '^Failed to close connection between server and client' "$1" &&
+		grep -v '^ *$' "$2" | tail -n 2 | head -n 1 | grep -Eq '^ *65536 +100 +[0-9]' &&
+		grep -v '^ *$' "$2" | tail -n 1 | grep -q '^-\{20,\}$'
+}
+
 # bw_host_server [late]: iwarp-run ib_write_bw -R here, siw's client.
 # perftest 4.5's -R server destroys its first listener once the control
 # connection is up and listens again on the same port only after a last
@@ -170,7 +189,7 @@ BW=(ib_write_bw -R -F -s 65536 -n 100)
 # second rdma_listen back 300 ms: siw's client then always connects into
 # that gap.
 bw_host_server() {
-	local c=write_bw role=host-server ro rg pre=() shim=$IWI_BUILD/tests/.libs/slow_listen.so
+	local c=write_bw role=host-server ro rg race='' pre=() shim=$IWI_BUILD/tests/.libs/slow_listen.so
 	if [ "${1:-}" = late ]; then
 		role=host-server-late
 		if [ ! -e "$shim" ]; then
@@ -187,8 +206,12 @@ bw_host_server() {
 		return
 	fi
 	guest_client "$D/$c-$role.guest" "${BW[*]} -d siw1 -p $port $IWI_HOST_IP"
+	if [ "$ro" = 0 ] && [ "$rg" = 1 ] && close_race "$D/$c-$role.guest" "$D/$c-$role.ours"; then
+		rg=0
+		race="; siw then failed its answered closing Send (wc status 2) as our server closed: see close_race"
+	fi
 	verdict "$c" "$role" "$ro" "$rg" "$(row_ok "$D/$c-$role.guest" 65536 100)" \
-		"siw's ib_write_bw -R client wrote 100 x 64 KiB${pre:+ (our second listen 300 ms late)}"
+		"siw's ib_write_bw -R client wrote 100 x 64 KiB${pre:+ (our second listen 300 ms late)}$race"
 }
 
 # bw_host_client: siw's ib_write_bw -R server, iwarp-run client here.
