@@ -3,7 +3,7 @@
 #
 # usage: scripts/bench_loops.sh [-D SECONDS] [-r RUNS] [-t "send write"]
 #        [-s "4096 65536"] [-k "1 2 4"] [--poll | --no-poll] [--single]
-#        [--crc on|off] [-l LIST] [-x "MORE CLIENT OPTIONS"]
+#        [--crc on|off] [-l LIST] [-x "MORE CLIENT OPTIONS"] [--sink] [--pin]
 #        (from the build directory; `make bench-loops` runs it)
 #
 # Aggregate throughput of a loop group (issue 13): iwarp-perf bandwidth
@@ -17,6 +17,16 @@
 # to its loop threads. -l chains LIST WRs per post on the sender (fewer,
 # larger writes: a cheaper sender); -x adds client options (e.g. "-t 512").
 #
+# --sink: the server is `iwarp-perf --server --sink`, a discard peer (no
+# iWARP stack: it answers the MPA exchange and the test's messages over
+# raw sockets, grants SEND credits as messages arrive, CRC-checks the
+# first 64 messages of each connection and counts the rest with
+# recv(MSG_TRUNC), one thread), so that what is measured is the client's
+# sending; the client then runs with --pin (loop i and its application
+# thread on CPU i: two loops are two cores) and -r 4096 (a credit window
+# of 4096 messages), and each run checks that the sink counted every
+# message the client sent. --pin alone pins without the sink.
+#
 # Per row: the message rate (millions per second; the median of RUNS
 # runs, then min-max) on one loop and on two and their ratio; then where
 # the CPU went, in cores (CPU seconds per second of the run, from each
@@ -25,7 +35,8 @@
 # the whole machine's busy time (/proc/stat, every process); the CPU time
 # per message of each process (client, the sender, + server, the
 # receiver; microseconds; 1 / the server's figure is its messages per CPU
-# second), on one loop and two; and "bound": the most two loops could
+# second), on one loop and two; the sender's per thread (application
+# threads, then loop threads: "app a,b loop c,d"); and "bound": the most two loops could
 # gain over one on two otherwise idle cores at those costs, when one loop
 # runs one thread per side (each at most one core) and two loops share
 # both cores between the processes: (2 / (s2 + r2)) / min(1 / s1, 1 / r1,
@@ -46,6 +57,8 @@ THREADS=--threads
 CRC=on
 LIST=1
 MORE=
+SINK=
+PIN=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-D) SECS=$2; shift 2 ;;
@@ -58,6 +71,8 @@ while [ $# -gt 0 ]; do
 	--crc) CRC=$2; shift 2 ;;
 	-l) LIST=$2; shift 2 ;;
 	-x) MORE=$2; shift 2 ;;
+	--sink) SINK=--sink PIN=--pin; shift ;;
+	--pin) PIN=--pin; shift ;;
 	-h | --help) sed -n '3,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench_loops: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
@@ -74,7 +89,8 @@ trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$TMP"' EXIT
 # "" if it never does within 10 s (it is then killed).
 server() { # loops
 	: >"$TMP/srv.err"
-	"$PERF" --server -p 0 --loops "$1" --json >"$TMP/srv.json" 2>"$TMP/srv.err" &
+	# shellcheck disable=SC2086
+	"$PERF" --server $SINK -p 0 --loops "$1" --json >"$TMP/srv.json" 2>"$TMP/srv.err" &
 	srv=$!
 	w=0
 	while [ $w -lt 200 ]; do
@@ -101,18 +117,19 @@ reap() {
 	srv=
 }
 
-# One run: "rate cli_app cli_loop srv_app srv_loop machine srv_eff", or
-# dashes (the reason on stderr).
+# One run: "rate cli_app cli_loop srv_app srv_loop machine srv_eff
+# per_thread", or dashes (the reason on stderr).
 one() { # test size loops qps
 	server "$3"
 	if [ -z "$port" ]; then
 		sed 's/^/bench_loops: server: /' "$TMP/srv.err" >&2
-		echo "- - - - - - -"
+		echo "- - - - - - - -"
 		return
 	fi
 	head -1 /proc/stat >"$TMP/stat0"
 	# shellcheck disable=SC2086
-	"$PERF" --test "$1" -s "$2" -q "$4" --loops "$3" $POLL $THREADS --crc "$CRC" -l "$LIST" $MORE -D "$SECS" \
+	"$PERF" --test "$1" -s "$2" -q "$4" --loops "$3" $POLL $THREADS $PIN ${SINK:+-r 4096} \
+		--crc "$CRC" -l "$LIST" $MORE -D "$SECS" \
 		--json -p "$port" 127.0.0.1 >"$TMP/cli.json" 2>"$TMP/cli.err" ||
 		sed 's/^/bench_loops: client: /' "$TMP/cli.err" >&2
 	head -1 /proc/stat >"$TMP/stat1"
@@ -128,21 +145,35 @@ def cores(r, secs):
         else:
             app += t["cpu_s"]
     return app / secs, loop / secs
+def per_thread(r):
+    us = lambda ts: ",".join("%.2f" % (t["cpu_s"] * 1e6 / r["messages"]) for t in ts)
+    ts = r["cpu"]["threads"]
+    loops = [t for t in ts if t["name"].startswith("iwarp-loop")]
+    return "app_%s_loop_%s" % (us([t for t in ts if t not in loops]), us(loops) or "-")
 try:
     c = json.load(open(d + "/cli.json"))["results"][0]
-    s = json.load(open(d + "/srv.json"))["results"][0]
+    srv = json.load(open(d + "/srv.json"))
     secs = c["seconds"]
     ca, cl = cores(c, secs)
-    sa, sl = cores(s, secs)
+    if "sink" in srv:
+        k = srv["sink"]
+        if k["messages"] != c["messages"]:
+            raise ValueError("the sink counted %d messages of %d" % (k["messages"], c["messages"]))
+        s = {"cpu": {"process_s": k["cpu_s"]}}
+        sa, sl = k["cpu_s"] / secs, 0.0
+    else:
+        s = srv["results"][0]
+        sa, sl = cores(s, secs)
     st = [list(map(int, open(d + f).read().split()[1:])) for f in ("/stat0", "/stat1")]
     busy = lambda v: sum(v) - v[3] - v[4]
     machine = (busy(st[1]) - busy(st[0])) / ((sum(st[1]) - sum(st[0])) or 1) * os.cpu_count()
     spent = s["cpu"]["process_s"]
     eff = c["messages"] / spent / 1e6 if spent > 0 else 0
-    print("%.4f %.2f %.2f %.2f %.2f %.2f %.3f" % (c["msg_rate_mpps"], ca, cl, sa, sl, machine, eff))
+    print("%.4f %.2f %.2f %.2f %.2f %.2f %.3f %s" % (c["msg_rate_mpps"], ca, cl, sa, sl, machine, eff,
+                                                  per_thread(c)))
 except Exception as e:
     print("bench_loops: no figures (%s)" % e, file=sys.stderr)
-    print("- - - - - - -")
+    print("- - - - - - - -")
 EOF
 }
 
@@ -174,21 +205,21 @@ costs() {
 	}'
 }
 
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (uptime), $(nproc) CPUs; iwarp-perf $POLL ${THREADS:---single} --crc $CRC -l $LIST $MORE -D $SECS, median of $RUNS runs"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (uptime), $(nproc) CPUs; iwarp-perf $POLL ${THREADS:---single} $PIN ${SINK:+-r 4096 (server --sink)} --crc $CRC -l $LIST $MORE -D $SECS, median of $RUNS runs"
 echo
-echo "| test | size | QPs/loop | 1 loop Mmsg/s (min-max) | 2 loops Mmsg/s (min-max) | 2/1 | cores 1 loop: client app+loops, server app+loops, machine | cores 2 loops | CPU µs/msg client+server, 1 loop | 2 loops | bound |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| test | size | QPs/loop | 1 loop Mmsg/s (min-max) | 2 loops Mmsg/s (min-max) | 2/1 | cores 1 loop: client app+loops, server app+loops, machine | cores 2 loops | CPU µs/msg client+server, 1 loop | 2 loops | bound | sender µs/msg per thread, 1 loop | 2 loops |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for t in $TESTS; do
 	for s in $SIZES; do
 		for k in $KS; do
 			# shellcheck disable=SC2046
 			set -- $(median "$t" "$s" 1 "$k")
-			a=$1 a1="$2+$3, $4+$5, $6" ar=$8 ac="$1 $2 $3 $4 $5"
+			a=$1 a1="$2+$3, $4+$5, $6" ar=$9 ac="$1 $2 $3 $4 $5" at=$(echo "$8" | tr _ ' ')
 			# shellcheck disable=SC2046
 			set -- $(median "$t" "$s" 2 $((2 * k)))
-			b=$1 b1="$2+$3, $4+$5, $6" br=$8 bc="$1 $2 $3 $4 $5"
+			b=$1 b1="$2+$3, $4+$5, $6" br=$9 bc="$1 $2 $3 $4 $5" bt=$(echo "$8" | tr _ ' ')
 			r=$(awk -v a="$a" -v b="$b" 'BEGIN {print (a > 0 && b != "-") ? sprintf("%.2f", b / a) : "-"}')
-			echo "| $t | $s | $k | $a ($ar) | $b ($br) | $r | $a1 | $b1 | $(costs $ac $bc) |"
+			echo "| $t | $s | $k | $a ($ar) | $b ($br) | $r | $a1 | $b1 | $(costs $ac $bc) | $at | $bt |"
 		done
 	done
 done

@@ -13,7 +13,10 @@
 #    server taking the client's choice;
 #  - --json parses (python3 -m json.tool), --tcp prints an iWARP/TCP ratio,
 #    the in-process --loopback mode, --idle;
-#  - bad options exit 2, a server that is not there exits 3 at once.
+#  - bad options exit 2, a server that is not there exits 3 at once;
+#  - the discard peer (--server --sink) counts every message a client on
+#    2 loops x 2 QPs sends (SEND with its credits, WRITE, -D, CRC off),
+#    refuses markers and the tests it does not serve.
 # Uses tools/iwarp-perf of IW_BUILDDIR (set by make check; . otherwise).
 # Every program runs under a time limit: a hang is a failure, never a pass.
 set -u
@@ -286,6 +289,87 @@ if [ $rc -eq 3 ] && [ $took -le 5 ] && grep -q 'refused' "$TMP/client.out"; then
 	ok "no server: exit 3 in ${took}s"
 else
 	bad "no server: exit $rc after ${took}s"
+fi
+
+# The discard peer (--server --sink; scripts/bench_loops.sh --sink):
+# sink_run NAME CLIENT_OPTIONS... sets CRC and SRC (exit statuses).
+sink_run() {
+	name=$1
+	shift
+	CRC=x SRC=x
+	if ! start_server --sink --json; then
+		bad "$name: the sink never listened"
+		return 1
+	fi
+	$TO "$PERF" -p "$PORT" --json "$@" 127.0.0.1 >"$TMP/client.out" 2>&1
+	CRC=$?
+	wait "$SPID"
+	SRC=$?
+	SPID=
+}
+
+# sink_counted NAME WIRE PER_CONN CLIENT_OPTIONS...: both exit 0, the
+# sink counted what the client sent (PER_CONN on each connection unless
+# 0), WIRE octets each, and decoded and CRC-checked 64 per connection.
+sink_counted() {
+	name=$1 wire=$2 per=$3
+	shift 3
+	sink_run "$name" "$@" || return
+	if [ "$CRC" -ne 0 ] || [ "$SRC" -ne 0 ]; then
+		bad "$name: client exited $CRC, sink $SRC"
+		return
+	fi
+	why=$("$PY" - "$TMP" "$wire" "$per" "$@" <<'EOF'
+import json, sys
+d, wire, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+crc = "off" not in sys.argv[4:]
+c = json.load(open(d + "/client.out"))["results"][0]
+s = [json.loads(l)["sink"] for l in open(d + "/server.out") if l.startswith('{"sink"')][0]
+n = s["connections"]
+if c["messages"] != s["messages"]:
+    print("client sent %d, sink counted %d" % (c["messages"], s["messages"]))
+elif per and s["per_connection"] != [per] * n:
+    print("per connection %s, not %d each" % (s["per_connection"], per))
+elif s["octets"] != s["messages"] * wire:
+    print("%d octets for %d messages of %d" % (s["octets"], s["messages"], wire))
+elif s["checked"] != 64 * n or s["crc"] != crc:
+    print("%d messages checked (CRC %s), not 64 on each of %d" % (s["checked"], s["crc"], n))
+elif s["messages"] == 0:
+    print("nothing sent")
+EOF
+)
+	if [ -n "$why" ]; then
+		bad "$name: $why"
+	else
+		ok "$name"
+	fi
+}
+
+# 4 KiB SEND on 2 loops x 2 QPs: 12,000 messages of 4,120 octets (2 + 18
+# + 4096 + CRC 4; no pad) both counted, so a message lost, cut or
+# duplicated by either side fails; 3,000 per QP need the sink's credits
+# (-r 512). WRITE: 4,116 octets (a 14-octet header). --crc off still
+# sends the CRC field (zero). -D: a count known only at the end. WRITE
+# for longer than the client's 200 ms wake (a zero-length Write from a
+# client that has heard nothing): the sink's hello keeps it out.
+sink_counted "sink: send 2 loops x 2 QPs" 4120 3000 --test send -s 4096 -n 3000 -q 4 --loops 2 --threads --pin
+sink_counted "sink: write 2 loops x 2 QPs" 4116 3000 --test write -s 4096 -n 3000 -q 4 --loops 2 --threads
+sink_counted "sink: send --crc off -D" 4120 0 --test send -s 4096 -D 0.3 -q 2 --loops 2 --threads --poll --crc off
+sink_counted "sink: write -D 0.5" 4116 0 --test write -s 4096 -D 0.5 -q 2 --loops 2 --threads
+# Markers are refused at the MPA exchange (the client retries a rejected
+# data connection for --timeout); a test the sink does not serve ends
+# both, the sink saying so.
+sink_run "sink: markers" --test send -s 4096 -n 100 --markers --timeout 1
+if [ "$CRC" != 0 ] && [ "$SRC" = 3 ] && grep -q "markers" "$TMP/server.out"; then
+	ok "sink: markers rejected at the MPA exchange"
+else
+	bad "sink: markers: client exited $CRC, sink $SRC"
+fi
+sink_run "sink: read" --test read -s 4096 -n 100
+if [ "$CRC" != 0 ] && [ "$SRC" = 1 ] && grep -q "serves send and write" "$TMP/server.out"; then
+	ok "sink: read refused, saying so"
+else
+	bad "sink: read: client exited $CRC, sink $SRC"
 fi
 
 echo "perf.sh: $pass passed, $fail failed"

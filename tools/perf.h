@@ -63,6 +63,8 @@ struct perf_opts {
 	uint64_t churn;         /* --churn N cycles */
 	uint32_t loops;         /* --loops N: event loops per context (0: libiwarp's default) */
 	bool threads;           /* --threads: one application thread per loop drives its QPs */
+	bool pin;               /* --pin: loop i and its application thread on the i-th CPU */
+	bool sink;              /* --server --sink: the discard peer (perf_sink.c) */
 	uint32_t post_list;     /* -l: data WRs chained per iw_post_send (0: 1) */
 	double timeout;         /* seconds for connection setup and replies */
 };
@@ -198,6 +200,7 @@ struct perf_sess {
 	int dead;                    /* the comm connection is gone */
 	int data_dead;               /* a data connection is gone */
 	bool test_done;              /* the test and its exchanges completed */
+	struct perf_sink *sink;      /* the discard peer: comm messages over its raw socket */
 };
 
 int perf_sess_open(struct perf_sess *s);
@@ -234,6 +237,9 @@ void perf_fill_dests(struct perf_sess *s);
 /* ------------------------------------------------------------ the tests */
 
 int perf_flow(struct perf_sess *s, struct perf_result *rows, int *nrows);
+/* One hs per data QP; one hs that waits as long as the peer's test. */
+int perf_hs_all(struct perf_sess *s);
+int perf_hs_patient(struct perf_sess *s);
 
 int perf_bw_duplex(struct perf_sess *s, uint64_t size, struct perf_result *r);
 int perf_lat_write(struct perf_sess *s, uint64_t size, struct perf_result *r);
@@ -302,5 +308,14 @@ size_t perf_rss_bytes(void); /* resident set, 0 if unknown */
 
 /* --churn N (perf_churn.c): N connect/transfer/disconnect cycles. */
 int perf_churn_run(const struct perf_opts *o);
+
+/* ------------------------------------------------------------ sink */
+
+/* --server --sink (perf_sink.c): one client, then exit (enum perf_exit). */
+int perf_sink_run(const struct perf_opts *o);
+/* The comm messages of a sink session (perf_sink_wire.c): SENDs over its
+ * raw socket instead of a libiwarp QP. 0 or -1 (said). */
+int perf_sink_send(struct perf_sess *s, const void *data, size_t len);
+int perf_sink_recv(struct perf_sess *s, void *data, size_t len);
 
 #endif /* IWARP_PERF_H */

@@ -21,7 +21,7 @@ static const char usage_text[] =
 	"                  [-t tx_depth] [-r rx_depth] [-q qps] [-o reads] [-b] [-l list]\n"
 	"                  [--crc on|off] [--markers] [--tcp] [--poll | --no-poll]\n"
 	"                  [--json] [--timeout s] [--loops N [--threads]]\n"
-	"                  [-p port] [--server | --loopback | server_address]\n"
+	"                  [--pin] [-p port] [--server [--sink] | --loopback | server_address]\n"
 	"       iwarp-perf --idle N [-t depth] [--json]\n"
 	"       iwarp-perf --churn N [--json]\n"
 	"\n"
@@ -73,6 +73,19 @@ static const char usage_text[] =
 	"                 both sides (the server takes it from an iwarp-perf client),\n"
 	"                 instead of one thread for all of them; --json adds each\n"
 	"                 thread's CPU time over the run\n"
+	"  --pin          put loop i and the application thread of loop i (--threads) on\n"
+	"                 the i-th CPU this process may use, so N loops use N cores\n"
+	"  --sink         (with --server) a discard peer, not an iWARP stack: it answers\n"
+	"                 the MPA exchange over raw sockets (RFC 5044/6581, CRC as the\n"
+	"                 client asks; no markers), plays the server's part of the\n"
+	"                 exchange for send and write bandwidth (-q any, one size, one\n"
+	"                 direction; credits for send as each message arrives), parses\n"
+	"                 and CRC-checks the first 64 messages of each data connection\n"
+	"                 and then only counts octets (recv MSG_TRUNC, one thread,\n"
+	"                 epoll), so that the client's sending is what is measured.\n"
+	"                 Prints the messages and octets received (--json: a \"sink\"\n"
+	"                 object) and exits 1 if a checked FPDU is bad or a stream\n"
+	"                 ends inside a message\n"
 	"  --dont_xchg_versions  as perftest's: skip the version, page and MTU exchange\n"
 	"  --as-perftest  announce plain perftest 6.06, so an iwarp-perf peer acts as\n"
 	"                 with perftest (each side then needs the same options)\n"
@@ -168,7 +181,8 @@ struct given {
 };
 
 enum { O_TEST = 256, O_CRC, O_MARKERS, O_TCP, O_IDLE, O_CHURN, O_JSON, O_LOOP, O_SERVER,
-       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL, O_LOOPS, O_THREADS };
+       O_MAX, O_TIMEOUT, O_NOXCHG, O_ASPT, O_POLL, O_NOPOLL, O_LOOPS, O_THREADS,
+       O_PIN, O_SINK };
 
 static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 {
@@ -250,6 +264,8 @@ static int one_opt(int c, const char *arg, struct perf_opts *o, struct given *g)
 		o->loops = (uint32_t)u;
 		return 0;
 	case O_THREADS: o->threads = true; return 0;
+	case O_PIN: o->pin = true; return 0;
+	case O_SINK: o->sink = true; return 0;
 	case O_TIMEOUT:
 		if (num(arg, 0.1, 3600, &d))
 			return bad("--timeout %s: seconds, 0.1 to 3600", arg);
@@ -306,6 +322,8 @@ static int check(const struct perf_opts *o, const struct given *g)
 		return bad("%s", "--max-size goes with -a");
 	if (o->threads && (perf_is_lat(o->test) || o->test == PT_CONNECT))
 		return bad("%s", "--threads goes with the bandwidth tests");
+	if (o->sink && !g->server)
+		return bad("%s", "--sink goes with --server");
 	if (o->test == PT_SEND && perf_rx_depth(o) < 3)
 		return bad("%s", "send bandwidth needs -r of at least 3 (credits every r/3)");
 	return 0;
@@ -332,6 +350,8 @@ int perf_parse(int argc, char **argv, struct perf_opts *o)
 		{"no-poll", no_argument, NULL, O_NOPOLL},
 		{"loops", required_argument, NULL, O_LOOPS},
 		{"threads", no_argument, NULL, O_THREADS},
+		{"pin", no_argument, NULL, O_PIN},
+		{"sink", no_argument, NULL, O_SINK},
 		{"post_list", required_argument, NULL, 'l'},
 		{"post-list", required_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},

@@ -155,6 +155,10 @@ int perf_sess_open(struct perf_sess *s)
 		a.comp_mask |= IW_CONTEXT_ATTR_LOOPS;
 		a.num_loops = s->o.loops;
 	}
+	if (s->o.pin) {
+		a.comp_mask |= IW_CONTEXT_ATTR_LOOPS;
+		a.loop_flags = IW_LOOP_PIN;
+	}
 	s->ctx = iw_context_new(&a);
 	if (!s->ctx) {
 		perf_err(s, "iw_context_new: %s", strerror(errno));

@@ -40,7 +40,7 @@
 #include "perf.h"
 
 /* Where the next hs may wait as long as the peer's test takes. */
-static int hs_patient(struct perf_sess *s)
+int perf_hs_patient(struct perf_sess *s)
 {
 	int saved = s->comm.wait_ms;
 	s->comm.wait_ms = -1;
@@ -49,7 +49,7 @@ static int hs_patient(struct perf_sess *s)
 	return rc;
 }
 
-static int hs_all(struct perf_sess *s)
+int perf_hs_all(struct perf_sess *s)
 {
 	for (uint32_t i = 0; i < s->nqp; i++)
 		if (perf_hand_shake(s, i))
@@ -78,7 +78,7 @@ static int flow_rdma_bw(struct perf_sess *s, struct perf_result *rows, int *nrow
 	uint64_t sizes[24];
 	int ns = perf_sizes(&s->o, sizes, 24);
 	bool bi = s->o.bidir;
-	if (hs_all(s) || hs_all(s) || perf_hand_shake(s, 0))
+	if (perf_hs_all(s) || perf_hs_all(s) || perf_hand_shake(s, 0))
 		return -1;
 	if (s->server && !bi) {
 		/* The client's test runs while we wait: our CPU meanwhile is
@@ -86,7 +86,7 @@ static int flow_rdma_bw(struct perf_sess *s, struct perf_result *rows, int *nrow
 		struct perf_result theirs, none = {0};
 		struct perf_cpu before, after, cpu;
 		perf_cpu_sample(&before);
-		if (hs_patient(s))
+		if (perf_hs_patient(s))
 			return -1;
 		perf_cpu_sample(&after);
 		if (perf_xchg_report(s, &none, &theirs))
@@ -99,11 +99,11 @@ static int flow_rdma_bw(struct perf_sess *s, struct perf_result *rows, int *nrow
 	}
 	struct perf_result r = {0}, theirs;
 	for (int i = 0; i < ns; i++) {
-		if (bi && hs_patient(s))
+		if (bi && perf_hs_patient(s))
 			return -1;
 		if (perf_bw_duplex(s, sizes[i], &r))
 			return -1;
-		if (bi && s->o.sweep && hs_patient(s))
+		if (bi && s->o.sweep && perf_hs_patient(s))
 			return -1;
 		if (bi) {
 			if (perf_xchg_report(s, &r, &theirs))
@@ -112,9 +112,9 @@ static int flow_rdma_bw(struct perf_sess *s, struct perf_result *rows, int *nrow
 		}
 		emit(s, rows, nrows, &r);
 	}
-	if (!bi && (hs_patient(s) || perf_xchg_report(s, &r, &theirs)))
+	if (!bi && (perf_hs_patient(s) || perf_xchg_report(s, &r, &theirs)))
 		return -1;
-	return hs_patient(s);
+	return perf_hs_patient(s);
 }
 
 /* send_bw.c after the connections are up. */
@@ -123,13 +123,13 @@ static int flow_send_bw(struct perf_sess *s, struct perf_result *rows, int *nrow
 	uint64_t sizes[24];
 	int ns = perf_sizes(&s->o, sizes, 24);
 	bool bi = s->o.bidir, recv = s->server || bi;
-	if (hs_all(s) || perf_hand_shake(s, 0) || hs_all(s))
+	if (perf_hs_all(s) || perf_hand_shake(s, 0) || perf_hs_all(s))
 		return -1;
 	for (int i = 0; i < ns; i++) {
 		for (uint32_t q = 0; recv && q < s->nqp; q++)
 			if (perf_post_recvs(s, q, perf_rx_depth(&s->o), sizes[i]))
 				return -1;
-		if (hs_patient(s))
+		if (perf_hs_patient(s))
 			return -1;
 		memset(s->ctrl + s->nqp, 0, s->nqp * sizeof(uint32_t));
 		struct perf_result r = {0}, theirs;
@@ -141,17 +141,17 @@ static int flow_send_bw(struct perf_sess *s, struct perf_result *rows, int *nrow
 			sum(&r, &theirs);
 		}
 		emit(s, rows, nrows, &r);
-		if (s->o.sweep && hs_patient(s))
+		if (s->o.sweep && perf_hs_patient(s))
 			return -1;
 	}
-	return hs_patient(s);
+	return perf_hs_patient(s);
 }
 
 static int flow_write_lat(struct perf_sess *s, struct perf_result *rows, int *nrows)
 {
 	uint64_t sizes[24];
 	int ns = perf_sizes(&s->o, sizes, 24);
-	if (perf_hand_shake(s, 0) || hs_all(s) || hs_all(s) || perf_hand_shake(s, 0))
+	if (perf_hand_shake(s, 0) || perf_hs_all(s) || perf_hs_all(s) || perf_hand_shake(s, 0))
 		return -1;
 	for (int i = 0; i < ns; i++) {
 		struct perf_result r = {0};
@@ -174,17 +174,17 @@ static int flow_send_lat(struct perf_sess *s, struct perf_result *rows, int *nro
 {
 	uint64_t sizes[24];
 	int ns = perf_sizes(&s->o, sizes, 24);
-	if (hs_all(s) || perf_hand_shake(s, 0) || hs_all(s))
+	if (perf_hs_all(s) || perf_hand_shake(s, 0) || perf_hs_all(s))
 		return -1;
 	for (int i = 0; i < ns; i++) {
-		if (perf_post_recvs(s, 0, perf_rx_depth(&s->o), sizes[i]) || hs_patient(s))
+		if (perf_post_recvs(s, 0, perf_rx_depth(&s->o), sizes[i]) || perf_hs_patient(s))
 			return -1;
 		struct perf_result r = {0};
 		if (perf_lat_send(s, sizes[i], &r))
 			return -1;
 		emit(s, rows, nrows, &r);
 	}
-	return hs_patient(s);
+	return perf_hs_patient(s);
 }
 
 /* The server's rows carry only the sizes: its TCP baseline needs them. */
@@ -192,7 +192,7 @@ static int flow_read_lat(struct perf_sess *s, struct perf_result *rows, int *nro
 {
 	uint64_t sizes[24];
 	int ns = perf_sizes(&s->o, sizes, 24);
-	if (perf_hand_shake(s, 0) || hs_all(s) || hs_all(s) || perf_hand_shake(s, 0))
+	if (perf_hand_shake(s, 0) || perf_hs_all(s) || perf_hs_all(s) || perf_hand_shake(s, 0))
 		return -1;
 	for (int i = 0; i < ns; i++) {
 		struct perf_result r = {.bytes = sizes[i], .lat = true};
@@ -202,7 +202,7 @@ static int flow_read_lat(struct perf_sess *s, struct perf_result *rows, int *nro
 			return -1;
 		emit(s, rows, nrows, &r);
 	}
-	return hs_patient(s);
+	return perf_hs_patient(s);
 }
 
 /* From the end of the preamble to the last exchange of the test. */

@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	case ROLE_CHURN:
 		return perf_churn_run(&o);
 	case ROLE_SERVER:
-		return server(&o, NULL);
+		return o.sink ? perf_sink_run(&o) : server(&o, NULL);
 	case ROLE_CLIENT:
 		return client(&o, o.server, o.port, "iwarp-perf");
 	case ROLE_LOOPBACK:

@@ -151,6 +151,8 @@ bool perf_comm_ready(struct perf_sess *s)
 
 static int comm_send(struct perf_sess *s, const void *data, size_t len)
 {
+	if (s->sink)
+		return perf_sink_send(s, data, len);
 	memcpy(s->comm.buf, data, len);
 	struct iw_sge sge = {.addr = (uintptr_t)s->comm.buf, .length = (uint32_t)len,
 			     .lkey = s->comm.mr->lkey};
@@ -178,6 +180,8 @@ static int comm_send(struct perf_sess *s, const void *data, size_t len)
  * the two programs are not at the same step: different tests or options). */
 static int comm_recv(struct perf_sess *s, void *data, size_t len)
 {
+	if (s->sink)
+		return perf_sink_recv(s, data, len);
 	while (!s->comm.nready) {
 		if (s->comm.broken) {
 			perf_err(s, "the peer closed the connection");
@@ -443,6 +447,8 @@ static int ext_server(struct perf_sess *s)
 		return -1;
 	}
 	s->o = o;
+	if (s->sink)
+		s->o.tcp = false; /* no baseline beside a discard peer */
 	if (s->o.tcp && perf_tcp_listen(s))
 		s->o.tcp = false;
 	ext_reply(mine, s->o.tcp, s->tcp_port);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "conform.h"
+#include "../fpdu_seg.h"
 
 size_t cf_hdr_untagged(uint8_t *out, unsigned op, uint32_t qn, uint32_t msn, uint32_t mo, bool last)
 {
@@ -62,33 +63,16 @@ int cf_fpdu_send(struct cf_conn *k, const uint8_t *hdr, size_t hlen, const uint8
 /* Feed k->in to the decoder until a segment ends; 1 when it did. */
 static int decode(struct cf_conn *k, struct cf_seg *g)
 {
-	size_t pos = 0;
-	int rc = 0;
+	const struct iw_ddp_seg *seg;
+	size_t used = 0;
+	int rc = fpdu_seg_next(&k->rx, k->in, k->in_len, &used, &seg, g->pl, g->pl ? g->pl_cap : 0,
+			       &g->pl_len);
 
-	while (pos < k->in_len) {
-		struct iw_rx_event ev;
-		size_t used = 0;
-
-		rc = iw_fpdu_rx_next(&k->rx, &ev, k->in + pos, k->in_len - pos, &used);
-		pos += used;
-		if (rc <= 0)
-			break;
-		if (ev.kind == IW_RX_SEG_HDR) {
-			g->s = *ev.seg;
-			g->pl_len = 0;
-		} else if (ev.kind == IW_RX_PAYLOAD) {
-			if (g->pl && ev.off + ev.len <= g->pl_cap)
-				memcpy(g->pl + ev.off, ev.data, ev.len);
-			g->pl_len = ev.off + ev.len;
-		} else {
-			g->s = *ev.seg;
-			rc = 2;
-			break;
-		}
-	}
-	memmove(k->in, k->in + pos, k->in_len - pos);
-	k->in_len -= pos;
-	return rc == 2 ? 1 : rc < 0 ? rc : 0;
+	if (seg)
+		g->s = *seg;
+	memmove(k->in, k->in + used, k->in_len - used);
+	k->in_len -= used;
+	return rc;
 }
 
 static void log_seg(struct cf_conn *k, const struct cf_seg *g)
