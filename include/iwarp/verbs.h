@@ -266,10 +266,12 @@ int iw_context_free(struct iw_context *ctx);
  * iw_progress does the same for every connection of the context (for an
  * application that polls several CQs, or waits for an RDMA Write to land
  * in its memory). iw_post_send writes on the calling thread in either
- * mode while the socket takes the octets. Connection setup, timers, the
- * end of a connection and a full socket stay with the loop thread, as do
- * connections nobody polls: a thread that arms a CQ to sleep on its
- * completion channel (iw_req_notify_cq) hands the CQ's connections back
+ * mode while the socket takes the octets, and a polling thread writes
+ * what a full socket left queued at each visit, while the loop waits for
+ * room once (not once per poll). Connection setup, timers and the end
+ * of a connection stay with the loop thread, as do connections nobody
+ * polls: a thread that arms a CQ to sleep on its completion channel
+ * (iw_req_notify_cq) hands the CQ's connections back
  * to the loop at once; one that stops polling without arming finds the
  * loop reading for it again within 1 to 16 ms (the loop looks less often
  * the longer pollers stay). Polling a CQ keeps the loop off only the

@@ -11,7 +11,10 @@
  * MR, or a posted receive, at least the direct-placement threshold long),
  * readv() lands the payload straight in the application's buffer and only
  * the octets after it go through the context's bounce buffer.
- * Transmit: everything queued goes out in one sendmsg().
+ * Transmit: everything queued goes out in one sendmsg(), from the thread
+ * that posted or polls (txlock) or from the loop; when the socket is
+ * full the loop waits for room once (tx_wait), and pollers keep writing
+ * at each visit meanwhile.
  * Run to completion (a context with IW_CONTEXT_POLL): application threads
  * that poll (iw_poll_cq, iw_progress) read the socket of a RUNNING
  * connection themselves (iw_cm_conn_poll). Receive ownership is the
@@ -343,6 +346,19 @@ static int tx_drive(struct iw_cm_id_int *id, unsigned *ev)
 	return 0;
 }
 
+/* The socket is full and something is still queued: the loop must wait
+ * for room (its write event), unless it already waits or was asked to.
+ * A busy poller, which writes again at each visit anyway, then costs
+ * the loop one wake-up per full socket instead of one per poll: on two
+ * cores those wake-ups took the CPU the peer's receiver needed. */
+static void tx_full_kick(struct iw_cm_id_int *id)
+{
+	if (atomic_exchange(&id->tx_wait, true))
+		return;
+	atomic_fetch_add_explicit(&id->dbg_tx_kicks, 1, memory_order_relaxed);
+	iw_cm_want_work(id);
+}
+
 /* An application thread posted work (the QP's wake hook). Only the data
  * phase's octets may be written from here: the MPA frames are the loop's. */
 void iw_cm_conn_tx(struct iw_cm_id_int *id)
@@ -352,10 +368,12 @@ void iw_cm_conn_tx(struct iw_cm_id_int *id)
 		iw_cm_want_work(id);
 		return;
 	}
-	/* A full socket (arm EV_WRITE), an error, or a QP in ERR (close):
-	 * the loop thread acts on it. */
-	if (tx_drive(id, &ev) || ev || iw_conn_wants_loop(&id->conn))
+	/* An error or a QP in ERR (close): the loop thread acts on it. */
+	int rc = tx_drive(id, &ev);
+	if ((rc && rc != 1) || ev || iw_conn_wants_loop(&id->conn))
 		iw_cm_want_work(id);
+	else if (rc == 1)
+		tx_full_kick(id);
 }
 
 /* Write what is queued, then let the connection look at the engine
@@ -363,9 +381,15 @@ void iw_cm_conn_tx(struct iw_cm_id_int *id)
 static unsigned flush(struct iw_cm_id_int *id)
 {
 	unsigned ev = 0;
+	/* Cleared before writing: a thread that meets a full socket after
+	 * this (while this flush found the lock taken, say) wakes the loop
+	 * again, so the wait is never left to nobody. */
+	atomic_store(&id->tx_wait, false);
 	int rc = id->fd >= 0 ? tx_drive(id, &ev) : 0;
-	if (rc == 1 && id->wr)
+	if (rc == 1 && id->wr) {
+		atomic_store(&id->tx_wait, true);
 		event_add(id->wr, NULL);
+	}
 	if (rc < 0 && !iw_conn_tx_shared(&id->conn))
 		return ev | iw_conn_io_error(&id->conn, -rc);
 	return ev | iw_conn_step(&id->conn, rc < 0 ? -rc : 0);
@@ -528,6 +552,7 @@ void iw_cm_conn_unhook(struct iw_cm_id_int *id)
 	id->rd_paused = false;
 	id->rd_pause_ms = 0;
 	id->tmo_at = UINT64_MAX;
+	atomic_store(&id->tx_wait, false);
 }
 
 /* A connection handed to this loop: its events here, then its

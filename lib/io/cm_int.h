@@ -88,13 +88,19 @@ struct iw_cm_id_int {
 	atomic_bool polled;   /* a poller visited since the loop last looked */
 	atomic_bool rx_kick;  /* a poller met the end of the stream: loop, read */
 	atomic_bool tx_full;  /* the socket took less than was queued */
+	/* The loop has been asked to wait for room in a full socket, or
+	 * waits for it (its write event added); cleared by the loop's next
+	 * flush. While set, a thread that finds the socket full leaves it to
+	 * that wait (and to its own next poll) instead of waking the loop. */
+	atomic_bool tx_wait;
 	atomic_bool rd_paused; /* loop: reads left to pollers for a while */
 	atomic_bool handback;  /* a poller armed a CQ: the loop, read again */
 	uint32_t rd_pause_ms;  /* loop: the pause now running (doubles) */
 	struct event *pause;   /* loop: when to look whether they still poll */
-	/* Counters for tests: the pause timer's wake-ups, and the times an
-	 * armed CQ gave the connection back to the loop. */
-	atomic_uint dbg_pause_wakes, dbg_handbacks;
+	/* Counters for tests: the pause timer's wake-ups, the times an
+	 * armed CQ gave the connection back to the loop, and the times a
+	 * full socket made an application thread wake the loop. */
+	atomic_uint dbg_pause_wakes, dbg_handbacks, dbg_tx_kicks;
 	/* pcap trace of this connection (trace.h), NULL when off; set and
 	 * cleared under txlock, as the transmit path reads it there. */
 	struct iw_trace_conn *trace;
