@@ -23,6 +23,7 @@
 #  - I/O queues spread over the loops: with four queues against --loops 2,
 #    queues 1 and 3 are accepted on loop 0, 2 and 4 on loop 1, each serves
 #    commands, and the exit summary shows both loops serving two I/O queues;
+#    each loop posts two receives per entry of its queues and 32 more;
 #  - the raw-TCP baseline (--tcp against --tcp-server) runs the same shapes;
 #  - a file namespace keeps its data across a restart of the target (one
 #    loop);
@@ -128,6 +129,7 @@ perf "randrw 4 KiB qd 16 verify, no in-capsule data (RDMA READ)" -r randrw -b 40
 perf "randrw 8 KiB qd 8 verify, Send with Invalidate" -r randrw -b 8192 -d 8 -c 3000 -V --invalidate
 perf "sequential rw 128 KiB qd 2 verify" -r rw -b 131072 -d 2 -c 400 -V
 perf "randrw 4 KiB qd 4 two queues verify" -r randrw -b 4096 -d 4 -q 2 -c 4000 -V
+perf "randrw 4 KiB qd 127 verify (a full 128-entry queue)" -r randrw -b 4096 -d 127 -c 8000 -V
 
 # Discovery.
 if $TO "$PERF" -a 127.0.0.1 -p "$PORT" --hostnqn "$HPERF" --discover >"$TMP/perf.out" 2>&1 &&
@@ -197,6 +199,15 @@ for q in 1 2 3 4; do
 done
 [ $placed -eq 4 ] && ok "I/O queues 1-4 on loops 0,1,0,1 for both hosts, each served commands" ||
 	bad "queue placement over loops ($placed of 4 as expected)"
+# Each loop posts two receives per entry of its queues and 32 more, not
+# all its 1024 slots: the first queue on each loop (admin on 1, queue 1 on 0).
+for l in 0 1; do
+	grep -m1 "accepted on loop $l " "$TMP/tgt.err" |
+		sed -n 's/.*(\([0-9]*\) entries, ORD [0-9]*, \([0-9]*\) receives posted).*/\1 \2/p' |
+		{ read -r e p && [ "$p" -eq $((2 * e + 32)) ]; } &&
+		ok "loop $l posts 2 receives per queue entry + 32" ||
+		bad "receives posted on loop $l: $(grep -m1 "accepted on loop $l " "$TMP/tgt.err")"
+done
 stop_target || bad "target exit status"
 for l in 0 1; do
 	grep -q "^iwarp-nvmet: loop $l: [1-9][0-9]* commands, [0-9]* queues (4 I/O), " "$TMP/tgt.out" &&

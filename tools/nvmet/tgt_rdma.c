@@ -18,11 +18,14 @@
  * (64-octet command + in-capsule data) and as many data buffers (max_io,
  * page aligned, registered for the host's RDMA READ Responses). Slot i's
  * data buffer belongs to the command received in slot i, until the Send of
- * its response completes; then the receive is posted again. A Send that
- * finds no receive is fatal on iWARP (no RNR retry), so a queue is only
- * accepted while the sizes of the loop's queues stay within half the slots: up to
- * one response per slot may still be completing when its host, having
- * seen it, sends the next command.
+ * its response completes; then the receive is posted again, or kept
+ * spare. A Send that finds no receive is fatal on iWARP (no RNR retry), so
+ * a queue is only accepted while the sizes of the loop's queues stay within
+ * half the slots: up to one response per slot may still be completing when
+ * its host, having seen it, sends the next command. Only that many (two
+ * per entry, and SLOT_SLACK) are posted or in use at a time, the spare
+ * ones most recently used first, so that the buffers a loop touches are
+ * as few as its queues need (want_slots).
  *
  * Data: host reads are RDMA WRITEs followed by the response Send (in
  * order on the QP, so the data is placed before the host sees the
@@ -54,6 +57,7 @@
 
 #define MAX_ORD 16
 #define CQ_BATCH 32
+#define SLOT_SLACK 32 /* receives posted beyond two per queue entry */
 #define LOOP_EVS 5 /* mailbox, completions; loop 0: CM, async events, tick */
 
 /* At queue depth, capsules with in-capsule data arrive back to back: one
@@ -63,7 +67,7 @@
 static const struct iw_conn_opts conn_opts = {.comp_mask = IW_CONN_OPTS_DIRECT_MIN,
 					      .direct_min = 16384};
 
-enum slot_state { S_POSTED, S_BUSY, S_HOLD, S_RDWAIT, S_READ, S_SEND };
+enum slot_state { S_POSTED, S_SPARE, S_BUSY, S_HOLD, S_RDWAIT, S_READ, S_SEND };
 enum wr_kind { WR_READ = 1, WR_WRITE, WR_SEND };
 
 struct tr_conn;
@@ -73,7 +77,7 @@ struct tr_slot {
 	enum slot_state st;
 	struct tr_conn *conn;
 	struct tgt_req req;
-	struct tr_slot *next; /* ORD wait list */
+	struct tr_slot *next; /* ORD wait list, or the spare stack */
 	/* The response's WRs live here until they are posted (corked). */
 	uint8_t cqe[NVMF_CQE_SIZE];
 	struct iw_sge dsge, csge;
@@ -123,7 +127,8 @@ struct tr_loop {
 	uint8_t *rbufs, *dbufs;
 	struct iw_mr *rmr, *dmr;
 	uint32_t budget;
-	struct tr_slot *slots;
+	uint32_t posted, nspare; /* slots in the SRQ, and on the spare stack */
+	struct tr_slot *slots, *spare;
 	struct tr_conn *conns;
 	struct tr_conn *corked; /* connections with responses to post */
 	struct event *evs[LOOP_EVS];
@@ -190,6 +195,8 @@ static int post_slot(struct tr_loop *lp, struct tr_slot *s)
 	int rc = iw_post_srq_recv(lp->srq, &wr, &bad);
 	if (rc)
 		fprintf(stderr, "iwarp-nvmet: iw_post_srq_recv: %s\n", strerror(rc));
+	else
+		lp->posted++;
 	return rc;
 }
 
@@ -204,10 +211,53 @@ static void conn_free(struct tr_conn *c)
 	free(c);
 }
 
+/* Receives posted (or in use) for the loop's queues: two per entry, as
+ * a host that has seen a response may send its next command before that
+ * response's Send completes here, and some to spare. The SRQ takes its
+ * receives in the order they were posted, so posting every slot would
+ * walk all of them (their receive and data buffers, megabytes) however
+ * few commands are in flight; the rest wait on a stack, the most recently
+ * used on top. */
+static uint32_t want_slots(const struct tr_loop *lp)
+{
+	uint32_t want = 2 * lp->budget + SLOT_SLACK;
+	return want < lp->tr->nslots ? want : lp->tr->nslots;
+}
+
+static void spare_push(struct tr_loop *lp, struct tr_slot *s)
+{
+	s->st = S_SPARE;
+	s->conn = NULL;
+	s->next = lp->spare;
+	lp->spare = s;
+	lp->nspare++;
+}
+
+/* Post spare slots until the loop's queues have what they need. */
+static void refill(struct tr_loop *lp)
+{
+	while (lp->spare && lp->tr->nslots - lp->nspare < want_slots(lp)) {
+		struct tr_slot *s = lp->spare;
+		lp->spare = s->next;
+		lp->nspare--;
+		post_slot(lp, s);
+	}
+}
+
+/* A slot's command is done: posted again while the queues need it
+ * (posted or in use below want_slots), else kept spare. */
+static void recycle(struct tr_loop *lp, struct tr_slot *s)
+{
+	if (lp->tr->nslots - lp->nspare - 1 >= want_slots(lp))
+		spare_push(lp, s);
+	else
+		post_slot(lp, s);
+}
+
 static void release(struct tr_loop *lp, struct tr_slot *s)
 {
 	struct tr_conn *c = s->conn;
-	post_slot(lp, s);
+	recycle(lp, s);
 	if (c && --c->refs == 0 && c->dead)
 		conn_free(c);
 }
@@ -353,8 +403,9 @@ static void on_recv(struct tr_loop *lp, const struct iw_wc *wc)
 {
 	struct tr_slot *s = &lp->slots[wc->wr_id];
 	struct tr_conn *c = wc->status == IW_WC_SUCCESS ? conn_by_qp(lp, wc->qp_num) : NULL;
+	lp->posted--;
 	if (!c || c->dead) {
-		post_slot(lp, s);
+		recycle(lp, s);
 		return;
 	}
 	s->conn = c;
@@ -590,17 +641,21 @@ static int accept_conn(struct tr_loop *lp, struct iw_cm_id *id, const struct nvm
 	nvmf_cm_rep_put(pd, &rep);
 	struct iw_conn_param p = {.private_data = pd, .private_data_len = sizeof(pd),
 				  .responder_resources = 0, .initiator_depth = (uint8_t)c->ord};
+	/* The host may send as soon as it is connected: its receives first. */
+	lp->budget += size;
+	refill(lp);
 	int rc = iw_cm_accept(id, &p);
 	if (rc) {
+		lp->budget -= size;
 		free(c);
 		return NVMF_CM_NO_RSC;
 	}
-	lp->budget += size;
 	lp->queues++;
 	lp->io_queues += r->qid != 0;
 	c->next = lp->conns;
 	lp->conns = c;
-	say(lp, "queue %u: accepted on loop %u (%u entries, ORD %u)", r->qid, lp->idx, size, c->ord);
+	say(lp, "queue %u: accepted on loop %u (%u entries, ORD %u, %u receives posted)", r->qid,
+	    lp->idx, size, c->ord, lp->posted);
 	return 0;
 }
 
@@ -798,11 +853,13 @@ static int setup_loop_verbs(struct tr_loop *lp)
 			    IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
 	if (!lp->rmr || !lp->dmr)
 		return -1;
-	for (uint32_t i = 0; i < tr->nslots; i++) {
+	for (uint32_t i = tr->nslots; i-- > 0;) {
 		lp->slots[i].idx = i;
-		if (post_slot(lp, &lp->slots[i]))
-			return -1;
+		spare_push(lp, &lp->slots[i]);
 	}
+	refill(lp);
+	if (lp->posted != want_slots(lp))
+		return -1;
 	iw_req_notify_cq(lp->rcq, 0);
 	iw_req_notify_cq(lp->scq, 0);
 	return 0;
