@@ -26,7 +26,9 @@
 #    each loop posts two receives per entry of its queues and 32 more;
 #  - the raw-TCP baseline (--tcp against --tcp-server) runs the same shapes;
 #  - a file namespace keeps its data across a restart of the target (one
-#    loop);
+#    loop), its 16 KiB writes in-capsule at the default IOCCSZ (the exit
+#    summary counts no write by RDMA READ; the keyed-SGL runs above count
+#    some);
 #  - SIGTERM stops the target with exit 0.
 # Uses the programs of IW_BUILDDIR (set by `make check`; . otherwise).
 # Background programs are waited for with limits and killed on exit.
@@ -173,6 +175,9 @@ perf "the next host is served after one vanished mid-I/O" -r randrw -b 4096 -d 8
 kill -0 "$TPID" 2>/dev/null && ok "target alive" || bad "target died"
 
 stop_target && ok "SIGTERM: target exits 0" || bad "target exit status on SIGTERM"
+# The --no-inline and --invalidate runs fetched their write data by RDMA READ.
+grep -q '^iwarp-nvmet: loop .* [1-9][0-9]* writes by RDMA READ, ' "$TMP/tgt.out" &&
+	ok "keyed SGL writes were fetched by RDMA READ" || bad "no RDMA READ counted"
 
 # I/O queue q on loop (q - 1) mod 2, each serving, as the verbose log and
 # the exit summary say. Two hosts one after the other, five connections
@@ -241,6 +246,10 @@ kill "$SPID"
 start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1
 perf "file namespace: fill generation 5" --fill -b 16384 -d 4 -g 5
 stop_target || bad "target exit status"
+# 16 KiB writes came in their capsules (the default IOCCSZ): no RDMA READ.
+grep -q '^iwarp-nvmet: loop 0: [1-9][0-9]* commands, .* 0 writes by RDMA READ, ' "$TMP/tgt.out" &&
+	ok "16 KiB writes in-capsule at the default size (no RDMA READ)" ||
+	{ bad "16 KiB writes were not all in-capsule"; cat "$TMP/tgt.out"; }
 start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1
 perf "file namespace after a restart: every block read checks generation 5" \
 	-r randread -b 16384 -d 4 -c 400 -V -g 5

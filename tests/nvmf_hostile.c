@@ -7,7 +7,7 @@
  *
  * usage: nvmf_hostile PORT SUBNQN ALLOWED_HOSTNQN
  * The target listens on 127.0.0.1:PORT with a 4 MiB RAM namespace of
- * 512-octet blocks, in-capsule data 8192, max I/O 131072, 8 queues, and
+ * 512-octet blocks, in-capsule data 16384 (the default), max I/O 131072, 8 queues, and
  * ALLOWED_HOSTNQN in its allow-list. Prints one line per check; exits 1
  * if any failed.
  */
@@ -219,7 +219,7 @@ static void rw_checks(struct nh_queue *q, uint64_t nsze)
 	expect_status("Read with an in-capsule SGL", raw_sync(q, &c, 64, &e), &e,
 		      NVME_SC_INVALID_FIELD | NVME_SC_DNR, -1);
 	c.opc = NVME_IO_WRITE;
-	s.addr = 9000;
+	s.addr = 17000;
 	nvmf_sgl_put(c.sgl_raw, &s);
 	expect_status("in-capsule offset beyond IOCCSZ", raw_sync(q, &c, 64, &e), &e,
 		      NVME_SC_SGL_INVALID_OFFSET | NVME_SC_DNR, -1);
@@ -387,7 +387,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: nvmf_hostile PORT SUBNQN ALLOWED_HOSTNQN\n");
 		return 2;
 	}
-	struct nh_opts o = {.icd_max = 8192, .timeout_ms = 3000};
+	struct nh_opts o = {.icd_max = 16384, .timeout_ms = 3000};
 	struct sockaddr_in *sin = (struct sockaddr_in *)&o.dst;
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons((uint16_t)atoi(argv[1]));

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 	      "  -b, --block-size N     512 or 4096 (default 512)\n"
 	      "  -D, --direct           open files and devices with O_DIRECT\n"
 	      "  -H, --host NQN         allow this host NQN (repeat; default: any host)\n"
-	      "  -I, --inline N         in-capsule data octets per command (default 8192)\n"
+	      "  -I, --inline N         in-capsule data octets per command (default 16384)\n"
 	      "  -m, --max-io N         largest transfer, power of two (default 131072)\n"
 	      "  -q, --queues N         I/O queues per controller (default 8)\n"
 	      "  -Q, --queue-size N     I/O queue entries (default 128)\n"
@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 	struct tgt_cfg *cfg = &t.cfg;
 	struct opts o = {.tr = {.port = 4420, .slots = 1024}, .size = 64 << 20, .bs = 512};
 	snprintf(cfg->subnqn, sizeof(cfg->subnqn), "%s", DEFAULT_NQN);
-	cfg->icd_max = 8192;
+	cfg->icd_max = 16384;
 	cfg->max_io = 131072;
 	cfg->max_qid = 8;
 	cfg->mqes = 128;

@@ -136,7 +136,7 @@ struct tr_loop {
 	pthread_mutex_t mlock;
 	struct tr_msg *mail, **mail_tail;
 	/* For the summary at exit (iwarp-nvmet(1), make nvmf-bench). */
-	uint64_t cmds, queues, io_queues;
+	uint64_t cmds, queues, io_queues, write_reads;
 	double cpu_s;
 };
 
@@ -355,6 +355,7 @@ static void start_read(struct tr_loop *lp, struct tr_slot *s)
 	wr.wr.rdma.rkey = req->sgl.key;
 	s->st = S_READ;
 	c->reads_out++;
+	lp->write_reads += req->cmd.opc == NVME_IO_WRITE && c->q.qid;
 	int rc = iw_post_send(c->id->qp, &wr, &bad);
 	if (rc) {
 		c->reads_out--;
@@ -1020,8 +1021,8 @@ static void summary(const struct tr *tr)
 	for (uint32_t i = 0; i < tr->nloops; i++) {
 		const struct tr_loop *lp = &tr->loops[i];
 		printf("iwarp-nvmet: loop %u: %" PRIu64 " commands, %" PRIu64 " queues (%" PRIu64
-		       " I/O), %.3f s CPU\n",
-		       i, lp->cmds, lp->queues, lp->io_queues, lp->cpu_s);
+		       " I/O), %" PRIu64 " writes by RDMA READ, %.3f s CPU\n",
+		       i, lp->cmds, lp->queues, lp->io_queues, lp->write_reads, lp->cpu_s);
 	}
 	fflush(stdout);
 }
