@@ -135,6 +135,7 @@ struct tr_loop {
 	int mfd;                /* eventfd: the mailbox has mail */
 	pthread_mutex_t mlock;
 	struct tr_msg *mail, **mail_tail;
+	struct tr_msg stop;     /* M_STOP, ready: stopping needs no memory */
 	/* For the summary at exit (iwarp-nvmet(1), make nvmf-bench). */
 	uint64_t cmds, queues, io_queues, write_reads;
 	double cpu_s;
@@ -714,35 +715,40 @@ static void on_mail(evutil_socket_t fd, short what, void *arg)
 			on_kill(lp, m->serial);
 		else
 			event_base_loopbreak(lp->base);
-		free(m);
+		if (m != &lp->stop)
+			free(m);
 	}
 }
 
 /* Read one CM event and copy what we need, under cm_lock until it is
- * acked; NULL when none is queued. */
+ * acked; NULL when none is queued. The message is allocated first: no
+ * CM call that could wait for another loop is made under cm_lock (that
+ * loop may be waiting for it in destroy_id), and without memory the event
+ * stays queued for the next time the channel is readable. */
 static struct tr_msg *cm_take(struct tr *tr, unsigned *loop)
 {
 	struct iw_cm_event *ev;
+	struct tr_msg *m = calloc(1, sizeof(*m));
+	if (!m) {
+		fprintf(stderr, "iwarp-nvmet: no memory for a CM event\n");
+		return NULL;
+	}
 	pthread_mutex_lock(&tr->cm_lock);
 	if (iw_cm_get_event(tr->cm, &ev)) {
 		pthread_mutex_unlock(&tr->cm_lock);
+		free(m);
 		return NULL;
 	}
-	struct tr_msg *m = calloc(1, sizeof(*m));
-	if (m) {
-		m->kind = M_CM;
-		m->type = ev->event;
-		m->id = ev->id;
-		m->len = ev->param.private_data_len <= sizeof(m->pd) ? ev->param.private_data_len : 0;
-		if (m->len)
-			memcpy(m->pd, ev->param.private_data, m->len);
-		m->ird = ev->param.responder_resources;
-		m->ord = ev->param.initiator_depth;
-		if (iw_cm_get_loop(ev->id, loop) || *loop >= tr->nloops)
-			*loop = 0;
-	} else if (ev->event == IW_CM_EVENT_CONNECT_REQUEST) {
-		iw_cm_reject(ev->id, NULL, 0);
-	}
+	m->kind = M_CM;
+	m->type = ev->event;
+	m->id = ev->id;
+	m->len = ev->param.private_data_len <= sizeof(m->pd) ? ev->param.private_data_len : 0;
+	if (m->len)
+		memcpy(m->pd, ev->param.private_data, m->len);
+	m->ird = ev->param.responder_resources;
+	m->ord = ev->param.initiator_depth;
+	if (iw_cm_get_loop(ev->id, loop) || *loop >= tr->nloops)
+		*loop = 0;
 	iw_cm_ack_event(ev);
 	pthread_mutex_unlock(&tr->cm_lock);
 	return m;
@@ -999,7 +1005,8 @@ static void loop_free(struct tr_loop *lp)
 			event_free(lp->evs[i]);
 	for (struct tr_msg *m = mail_take(lp), *next; m; m = next) {
 		next = m->next;
-		free(m);
+		if (m != &lp->stop)
+			free(m);
 	}
 	iw_destroy_srq(lp->srq);
 	iw_dereg_mr(lp->rmr);
@@ -1029,8 +1036,10 @@ static void summary(const struct tr *tr)
 
 static void teardown(struct tr *tr, uint32_t started)
 {
-	for (uint32_t i = 0; i < started; i++)
-		mail_simple(&tr->loops[i], M_STOP, 0);
+	for (uint32_t i = 0; i < started; i++) {
+		tr->loops[i].stop.kind = M_STOP;
+		mail(&tr->loops[i], &tr->loops[i].stop);
+	}
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(tr->loops[i].thread, NULL);
 	if (started)
