@@ -4,7 +4,8 @@
 # usage: scripts/bench_loops.sh [-D SECONDS] [-r RUNS] [-t "send write"]
 #        [-s "4096 65536"] [-k "1 2 4"] [--poll | --no-poll] [--single]
 #        [--crc on|off] [-l LIST] [-x "MORE CLIENT OPTIONS"] [--sink] [--pin]
-#        (from the build directory; `make bench-loops` runs it)
+#        (from the build directory; `make bench-loops` runs it, with
+#        BENCH_LOOPS_ARGS="..." for these options)
 #
 # Aggregate throughput of a loop group (issue 13): iwarp-perf bandwidth
 # tests (-t) at each size (-s) with K QPs per loop (-k), on one loop and
