@@ -29,8 +29,9 @@
  *
  * Memory lives in an arena mapped at a fixed address (ARENA_ADDR) so that
  * tagged offsets are the same in every run and can be put in seeds; STags
- * are deterministic too (a fresh context per input, and IW_FUZZING makes
- * the STag table allocate in order instead of at random): region i (1-based in
+ * are deterministic too (IW_FUZZING makes the STag table allocate in order
+ * instead of at random, and iw_fuzz_mem_restart starts it again for each
+ * input on the context kept across inputs): region i (1-based in
  * the table below) has STag i << 8, the fast-registered ones key 1. Every
  * region sits between poisoned canaries. fuzz/seed_qp.py mirrors this
  * layout: keep them in step.
@@ -42,7 +43,7 @@
  * once (signaled ones; unsignaled at most once; SRQ WRs at most once, the
  * rest still in the SRQ), each CQ in posting order, all of it by the time
  * the connection is lost; no MR reference is leaked (every MR deregisters,
- * PDs, CQs and the SRQ destroy); the QP's own output decodes cleanly (the
+ * the SRQ destroys, the kept PDs and CQs are back to no user of the input); the QP's own output decodes cleanly (the
  * CRC enforced unless partial writes open the race noted in setup()),
  * FPDUs within MULPDU, nothing after a TERMINATE, the RTR
  * first, nothing but a TERMINATE before a P2P responder got its RTR, and
@@ -60,7 +61,9 @@
 
 #include "engine/context.h"
 #include "engine/cq.h"
+#include "engine/mem.h"
 #include "engine/qp.h"
+#include "engine/qp_txq.h"
 #include "engine/srq.h"
 #include "fuzz.h"
 
@@ -151,9 +154,6 @@ struct fz {
 	uint8_t *host[NUM_REG];
 	struct iw_mr *mr[NUM_REG];
 
-	struct iw_context *ctx;
-	struct iw_pd *pd, *pd2;
-	struct iw_cq *scq, *rcq;
 	struct iw_srq *srq;
 	struct iw_qp *qp;
 	struct iw_qp_conn conn;
@@ -180,6 +180,19 @@ struct fz {
 };
 
 static struct fz F;
+
+/* Made once and kept across inputs: a context, PDs and CQs per input cost
+ * more than many inputs' streams, and their edges, run by every input,
+ * swelled libFuzzer's per-input feature bookkeeping. Each input still finds
+ * them as new (keep_reset): QP numbers and STags from the start, no
+ * completion or event left over, no reference leaked. The MRs, SRQ and QP
+ * are the input's own. */
+static struct {
+	struct iw_context *ctx;
+	struct iw_pd *pd, *pd2;
+	struct iw_cq *scq, *rcq;
+	int pd_use, pd2_use; /* the PDs' users with nothing of an input's */
+} K;
 
 FUZZ_HARNESS static uint32_t next_rand(void)
 {
@@ -607,11 +620,11 @@ FUZZ_HARNESS static void poll_cqs(void)
 	struct iw_wc wc[8];
 	int n;
 
-	while ((n = iw_poll_cq(F.scq, 8, wc)) > 0)
+	while ((n = iw_poll_cq(K.scq, 8, wc)) > 0)
 		for (int i = 0; i < n; i++)
 			on_wc(&wc[i], false);
 	CHECK(n == 0);
-	while ((n = iw_poll_cq(F.rcq, 8, wc)) > 0)
+	while ((n = iw_poll_cq(K.rcq, 8, wc)) > 0)
 		for (int i = 0; i < n; i++)
 			on_wc(&wc[i], true);
 	CHECK(n == 0);
@@ -621,7 +634,7 @@ FUZZ_HARNESS static void take_async(void)
 {
 	struct iw_async_event ev;
 
-	while (iw_get_async_event(F.ctx, &ev) == 0) {
+	while (iw_get_async_event(K.ctx, &ev) == 0) {
 		switch (ev.event_type) {
 		case IW_EVENT_QP_FATAL:
 		case IW_EVENT_QP_REQ_ERR:
@@ -833,17 +846,38 @@ FUZZ_HARNESS static void start(void)
 	iw_fpdu_rx_init(&F.tap.rx, s->crc, s->mk_tx, 0, 0, s->tx_partial ? IW_RX_SKIP_CRC : 0);
 }
 
+/* At exit the kept objects go as each input's did before they were kept:
+ * their release paths stay exercised (ASan, LSan, the coverage report). */
+FUZZ_HARNESS static void keep_free(void)
+{
+	CHECK(iw_destroy_cq(K.scq) == 0 && iw_destroy_cq(K.rcq) == 0);
+	CHECK(iw_dealloc_pd(K.pd) == 0 && iw_dealloc_pd(K.pd2) == 0);
+	iw_context_core_free(K.ctx);
+}
+
+FUZZ_HARNESS static void keep_init(void)
+{
+	if (K.ctx)
+		return;
+	atexit(keep_free);
+	K.ctx = iw_context_core_new();
+	CHECK(K.ctx);
+	K.pd = iw_alloc_pd(K.ctx);
+	K.pd2 = iw_alloc_pd(K.ctx);
+	K.scq = iw_create_cq(K.ctx, CQE, NULL, NULL, 0);
+	K.rcq = iw_create_cq(K.ctx, CQE, NULL, NULL, 0);
+	CHECK(K.pd && K.pd2 && K.scq && K.rcq);
+	K.pd_use = atomic_load(&K.pd->use);
+	K.pd2_use = atomic_load(&K.pd2->use);
+}
+
 FUZZ_HARNESS static void setup(void)
 {
 	const struct settings *s = &F.set;
 
-	F.ctx = iw_context_core_new();
-	CHECK(F.ctx);
-	F.pd = iw_alloc_pd(F.ctx);
-	F.pd2 = iw_alloc_pd(F.ctx);
-	CHECK(F.pd && F.pd2);
+	keep_init();
 	for (int r = 0; r < NUM_REG; r++) {
-		struct iw_pd *pd = defs[r].pd == 2 ? F.pd2 : F.pd;
+		struct iw_pd *pd = defs[r].pd == 2 ? K.pd2 : K.pd;
 
 		if (!defs[r].pd)
 			continue;
@@ -858,25 +892,22 @@ FUZZ_HARNESS static void setup(void)
 		    (defs[r].access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC)))
 			may_write(F.host[r], defs[r].size);
 	}
-	F.scq = iw_create_cq(F.ctx, CQE, NULL, NULL, 0);
-	F.rcq = iw_create_cq(F.ctx, CQE, NULL, NULL, 0);
-	CHECK(F.scq && F.rcq);
 	if (s->srq) {
 		struct iw_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 3, .srq_limit = 2}};
 
-		F.srq = iw_create_srq(F.pd, &sa);
+		F.srq = iw_create_srq(K.pd, &sa);
 		CHECK(F.srq);
 	}
 	struct iw_qp_init_attr qa = {
-		.send_cq = F.scq,
-		.recv_cq = F.rcq,
+		.send_cq = K.scq,
+		.recv_cq = K.rcq,
 		.srq = F.srq,
 		.cap = {.max_send_wr = 32, .max_recv_wr = 8, .max_send_sge = 3, .max_recv_sge = 3},
 		.qp_type = IW_QPT_RC,
 		.sq_sig_all = !s->half_signaled,
 		.create_flags = s->rfc7306 ? IW_QP_CREATE_RFC7306 : 0,
 	};
-	F.qp = iw_create_qp(F.pd, &qa);
+	F.qp = iw_create_qp(K.pd, &qa);
 	CHECK(F.qp);
 	F.qp_num = iw_qp_num(F.qp);
 	modify(IW_QPS_INIT);
@@ -980,6 +1011,26 @@ FUZZ_HARNESS static void reconnect(void)
 	post_sends(F.set.groups & ~1);
 }
 
+/* The kept objects as the next input must find them, as a new context
+ * would give them: nothing of this input holds them, nothing of it is
+ * left in them, QP numbers and STags (the seeds name them) start again and
+ * no spare transmit queue is kept (a new context has none). */
+FUZZ_HARNESS static void keep_reset(void)
+{
+	struct iw_wc wc[8];
+	struct iw_async_event ev;
+
+	CHECK(iw_poll_cq(K.scq, 8, wc) == 0 && iw_poll_cq(K.rcq, 8, wc) == 0);
+	while (iw_get_async_event(K.ctx, &ev) == 0)
+		;
+	CHECK(atomic_load(&K.scq->use) == 0 && atomic_load(&K.rcq->use) == 0);
+	CHECK(!K.scq->lost && !K.rcq->lost);
+	CHECK(atomic_load(&K.pd->use) == K.pd_use && atomic_load(&K.pd2->use) == K.pd2_use);
+	CHECK(iw_fuzz_mem_restart(&K.ctx->mem) == 0);
+	atomic_store(&K.ctx->next_qpn, 0);
+	iw_txq_spare_free(K.ctx);
+}
+
 FUZZ_HARNESS static void teardown(void)
 {
 	settle();
@@ -1000,11 +1051,7 @@ FUZZ_HARNESS static void teardown(void)
 	/* No reference leaked: every MR lets go. */
 	for (int r = 0; r < NUM_REG; r++)
 		CHECK(iw_dereg_mr(F.mr[r]) == 0);
-	CHECK(iw_destroy_cq(F.scq) == 0);
-	CHECK(iw_destroy_cq(F.rcq) == 0);
-	CHECK(iw_dealloc_pd(F.pd) == 0);
-	CHECK(iw_dealloc_pd(F.pd2) == 0);
-	iw_context_core_free(F.ctx);
+	keep_reset();
 	arena_check();
 }
 
