@@ -60,6 +60,7 @@
 
 #include <iwarp/iwarp.h>
 
+#include "engine/cq.h" /* test_poll_visits_others: IW_POLL_OTHERS_EVERY */
 #include "io/cm_int.h" /* test_poll_handback: the pause counters */
 #include "suites.h"
 
@@ -3288,6 +3289,63 @@ START_TEST(test_poll_tx_backlog)
 }
 END_TEST
 
+/* A thread spinning on one connection's CQ also reads for the context's
+ * other connections now and then (without keeping the loop off them),
+ * those no poller of their own keeps: a Write to a second connection,
+ * whose CQs nobody polls, lands with the server's loop paused, as the Writes to ib_write_bw's server land while
+ * its only thread spins on its handshake QP's CQ. Before, only the loop
+ * read them, and here the Write never landed. */
+START_TEST(test_poll_visits_others)
+{
+	struct lb_runner r;
+	struct lb_env e;
+	runner_env(&r, &e, false);
+	struct lb_conn c1, s1, c2, s2;
+	pair_connect(&e, NULL, &c1, &s1);
+	pair_connect(&e, NULL, &c2, &s2);
+	struct lb_end ce, se;
+	const size_t len = 64 * 1024;
+	end_init(&ce, &c2, len, "client");
+	end_init(&se, &s2, len, "server");
+	struct iw_cm_id_int *sid = iw_cm_id_int(s2.id);
+	uint8_t *dst = se.data.p + PAD;
+	memset(dst, 0, len);
+	pat_fill(ce.data.p, len, 8);
+	ce.data.p[len - 1] = 0xC3;
+	runner_pause(&r);
+	ck_assert_int_eq(post_send1(c2.qp, 41, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED, ce.data.p,
+				    (uint32_t)len, ce.data.mr->lkey, (uintptr_t)dst,
+				    se.data.mr->rkey, 0),
+			 0);
+	struct iw_wc wc;
+	/* A connection that a poller of its own CQ keeps is skipped (it has
+	 * its reader): while it counts as claimed, nothing reads it here. */
+	atomic_store(&sid->polled, true);
+	for (int i = 0; i < 4 * IW_POLL_OTHERS_EVERY; i++)
+		ck_assert_int_eq(iw_poll_cq(s1.rcq, 1, &wc), 0);
+	ck_assert_uint_eq(((volatile uint8_t *)dst)[len - 1], 0);
+	atomic_store(&sid->polled, false);
+	int64_t dl = deadline_in(5000);
+	while (((volatile uint8_t *)dst)[len - 1] != 0xC3) {
+		ck_assert_int_eq(iw_poll_cq(s1.rcq, 1, &wc), 0);
+		ck_assert_msg(now_ms() < dl, "the Write waited for the paused loop");
+	}
+	check_data(dst, ce.data.p, len, "Write placed by another CQ's poller");
+	ck_assert(!atomic_load(&sid->polled)); /* visited, not claimed */
+	wc_spin(c2.scq, &wc, 1, "Write");
+	wc_check(&wc, 41, IW_WC_SUCCESS, IW_WC_RDMA_WRITE, "Write");
+	runner_resume(&r);
+	conn_fini(&c1);
+	conn_fini(&s1);
+	conn_fini(&c2);
+	conn_fini(&s2);
+	end_fini(&ce);
+	end_fini(&se);
+	env_fini(&e);
+	runner_stop(&r);
+}
+END_TEST
+
 /* While pollers stay, the loop looks again less and less often. */
 START_TEST(test_poll_pause_backoff)
 {
@@ -3927,6 +3985,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_poll_handback);
 	tcase_add_test(tc, test_poll_send_cq_no_claim);
 	tcase_add_test(tc, test_poll_tx_backlog);
+	tcase_add_test(tc, test_poll_visits_others);
 	tcase_add_test(tc, test_poll_pause_backoff);
 	tcase_add_test(tc, test_poll_race);
 	tcase_add_loop_test(tc, test_poll_teardown, 0, 2);

@@ -140,6 +140,65 @@ START_TEST(test_same_call)
 }
 END_TEST
 
+/* The other-CQ visit hook: counts the visits to one QP, and says it moved
+ * octets (others_ret) or not. */
+static struct iw_qp *watch;
+static atomic_int others_seen;
+static unsigned others_ret;
+
+static unsigned hook_other(struct iw_qp *qp)
+{
+	if (qp != watch)
+		return 0;
+	atomic_fetch_add(&others_seen, 1);
+	return others_ret;
+}
+
+static void poll_empty(struct ps_env *e, int times)
+{
+	struct iw_wc wc;
+	for (int i = 0; i < times; i++)
+		ck_assert_int_eq(iw_poll_cq(e->a, 1, &wc), 0);
+}
+
+/* A poll that finds nothing also visits the context's QPs that complete
+ * into other CQs (and only those), without claiming them: once in
+ * IW_POLL_OTHERS_EVERY polls while they are quiet, at every poll while
+ * the last visit moved octets. */
+START_TEST(test_others)
+{
+	struct ps_env e;
+	env_init(&e);
+	e.ctx->progress_other = hook_other;
+	struct iw_qp *q1 = qp_new(&e, e.a, e.a), *q2 = qp_new(&e, e.b, e.b);
+	watch = q2;
+	others_ret = 0;
+	atomic_store(&others_seen, 0);
+	ck_assert_uint_eq(iw_poll_set_run_others(&e.ctx->poll, e.b, hook_other), 0);
+	ck_assert_int_eq(atomic_load(&others_seen), 0); /* q2 completes into b */
+	poll_empty(&e, IW_POLL_OTHERS_EVERY - 1);
+	ck_assert_int_eq(atomic_load(&others_seen), 0);
+	poll_empty(&e, 1);
+	ck_assert_int_eq(atomic_load(&others_seen), 1);
+	others_ret = 1; /* octets moved: visit at every poll */
+	poll_empty(&e, IW_POLL_OTHERS_EVERY);
+	ck_assert_int_eq(atomic_load(&others_seen), 2);
+	poll_empty(&e, 3);
+	ck_assert_int_eq(atomic_load(&others_seen), 5);
+	others_ret = 0; /* quiet again: this visit is the last for a while */
+	poll_empty(&e, 1);
+	poll_empty(&e, IW_POLL_OTHERS_EVERY - 5);
+	ck_assert_int_eq(atomic_load(&others_seen), 6);
+	/* No such hook (a context without connections): no visit. */
+	e.ctx->progress_other = NULL;
+	poll_empty(&e, 2 * IW_POLL_OTHERS_EVERY);
+	ck_assert_int_eq(atomic_load(&others_seen), 6);
+	ck_assert_int_eq(iw_destroy_qp(q1), 0);
+	ck_assert_int_eq(iw_destroy_qp(q2), 0);
+	env_fini(&e);
+}
+END_TEST
+
 struct detach_arg {
 	struct iw_qp *qp;
 	atomic_bool done;
@@ -196,6 +255,7 @@ Suite *suite_poll_set(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_membership);
 	tcase_add_test(tc, test_same_call);
+	tcase_add_test(tc, test_others);
 	tcase_add_test(tc, test_detach_barrier);
 	suite_add_tcase(s, tc);
 	return s;

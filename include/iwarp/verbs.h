@@ -268,9 +268,13 @@ int iw_context_free(struct iw_context *ctx);
  * in its memory). iw_post_send writes on the calling thread in either
  * mode while the socket takes the octets, and a polling thread writes
  * what a full socket left queued at each visit, while the loop waits for
- * room once (not once per poll). Connection setup, timers and the end
- * of a connection stay with the loop thread, as do connections nobody
- * polls: a thread that arms a CQ to sleep on its completion channel
+ * room once (not once per poll). An iw_poll_cq that finds nothing also
+ * reads, without keeping the loop off them, for the context's
+ * connections that complete into other CQs and that no poller of their
+ * own keeps: at every such poll while they deliver octets, at one in 128
+ * while they are quiet. Connection
+ * setup, timers and the end of a connection stay with the loop thread,
+ * as do connections nobody polls: a thread that arms a CQ to sleep on its completion channel
  * (iw_req_notify_cq) hands the CQ's connections back
  * to the loop at once; one that stops polling without arming finds the
  * loop reading for it again within 1 to 16 ms (the loop looks less often

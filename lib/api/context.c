@@ -181,6 +181,7 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		ctx->poll_mode = attr->flags & IW_CONTEXT_POLL;
 		ctx->progress = iw_cm_conn_poll;
 		ctx->progress_armed = iw_cm_conn_poll_armed;
+		ctx->progress_other = iw_cm_conn_poll_other;
 		ctx->handback = iw_cm_conn_handback;
 	}
 	lo.bounce_len = bounce;

@@ -55,6 +55,9 @@ struct iw_context {
 	 * reading must not keep the loop off), and, when it arms one, for
 	 * each QP completing into it: the loop reads for them again. */
 	unsigned (*progress_armed)(struct iw_qp *qp);
+	/* The same for a QP of another CQ that iw_poll_cq visits (cq.c): it
+	 * skips connections that pollers of their own CQs keep. */
+	unsigned (*progress_other)(struct iw_qp *qp);
 	unsigned (*handback)(struct iw_qp *qp);
 	/* One drained transmit queue kept for the next QP that transmits
 	 * (qp_txq.c): idle QPs hold none. */

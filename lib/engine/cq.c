@@ -333,6 +333,34 @@ static int take(struct iw_cq *cq, int num_entries, struct iw_wc *wc, bool *armed
 	return (int)n;
 }
 
+/* A poll that finds nothing also visits the context's connections that
+ * complete into other CQs and that no poller of their own keeps (the
+ * hook skips those), without keeping the loop off them (this thread may
+ * stop polling at any time): at every such poll while the
+ * last visit moved octets, else at every IW_POLL_OTHERS_EVERY-th (cq.h). A
+ * thread that spins on one CQ while another connection's octets stream
+ * in (the server of ib_write_bw spins on its handshake QP's CQ while the
+ * Writes land on the data QP, whose CQs no thread polls) otherwise only
+ * takes a CPU from the loop thread that must read them; on two cores
+ * that loop thread waited for a CPU longer than it ran. Rarely while
+ * they are quiet, so that a thread waiting for its own CQ (a latency
+ * loop) pays a system call on one empty poll in so many. What a visit
+ * completes goes to other CQs. */
+static void visit_others(struct iw_cq *cq)
+{
+	/* A count, not a lock: pollers of one CQ that race here lose an
+	 * increment, which only moves the next visit. */
+	unsigned k = atomic_load_explicit(&cq->idle_polls, memory_order_relaxed) + 1;
+	atomic_store_explicit(&cq->idle_polls, k, memory_order_relaxed);
+	if (k % IW_POLL_OTHERS_EVERY && !atomic_load_explicit(&cq->others_hot, memory_order_relaxed))
+		return;
+	struct iw_context *ctx = cq->context;
+	if (!ctx->progress_other)
+		return;
+	unsigned got = iw_poll_set_run_others(&ctx->poll, cq, ctx->progress_other);
+	atomic_store_explicit(&cq->others_hot, got != 0, memory_order_relaxed);
+}
+
 /* In a polling context the caller's thread receives for the CQ's QPs
  * when the ring has less than it asked for, then takes what that
  * completed: no hand-off to the loop thread. */
@@ -356,8 +384,10 @@ IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 		got = iw_poll_set_run(&cq->poll, ctx->progress_armed);
 	else
 		got = iw_poll_set_run_cq(&cq->poll, cq, ctx->progress, ctx->progress_armed);
-	if (!got)
+	if (!got) {
+		visit_others(cq);
 		return n;
+	}
 	return n + take(cq, num_entries - n, wc + n, &armed);
 }
 

@@ -49,7 +49,15 @@ struct iw_cq {
 	unsigned events_acked;   /* ... and acked (destroy needs them equal) */
 	atomic_int use;          /* QPs and SRQs using it */
 	struct iw_poll_set poll; /* polling context: the QPs completing here */
+	/* iw_poll_cq's visits to the context's other connections: polls
+	 * that found nothing, and whether the last visit moved octets. */
+	atomic_uint idle_polls;
+	atomic_bool others_hot;
 };
+
+/* An iw_poll_cq that finds nothing visits the context's other
+ * connections once in this many while they are quiet (cq.c). */
+#define IW_POLL_OTHERS_EVERY 128
 
 /* The channel's private part; the public struct is its first member. */
 struct iw_comp_channel_int {

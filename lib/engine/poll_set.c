@@ -90,6 +90,20 @@ unsigned iw_poll_set_run_cq(struct iw_poll_set *s, const struct iw_cq *cq,
 	return got;
 }
 
+unsigned iw_poll_set_run_others(struct iw_poll_set *s, const struct iw_cq *cq,
+				unsigned (*fn)(struct iw_qp *qp))
+{
+	unsigned got = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	for (uint32_t i = 0; i < s->n; i++) {
+		struct iw_qp *qp = s->qps[i];
+		if (qp->send_cq != cq && qp->recv_cq != cq)
+			got += fn(qp);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return got;
+}
+
 /* ------------------------------------------------------------ QPs */
 
 #define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)

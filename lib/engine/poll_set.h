@@ -40,6 +40,10 @@ unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp)
  * can complete work into cq (iw_qp_rx_feeds), visit(qp) for the others. */
 unsigned iw_poll_set_run_cq(struct iw_poll_set *s, const struct iw_cq *cq,
 			    unsigned (*claim)(struct iw_qp *qp), unsigned (*visit)(struct iw_qp *qp));
+/* fn(qp) for the QPs of s (a context's set) that complete into neither
+ * queue of cq: the connections a poller of cq visits besides its own. */
+unsigned iw_poll_set_run_others(struct iw_poll_set *s, const struct iw_cq *cq,
+				unsigned (*fn)(struct iw_qp *qp));
 /* Can what arrives on qp's connection complete a work request into cq
  * now: a receive posted (or an SRQ) when cq is the receive CQ, Read or
  * atomic responses or a LOCAL_INV awaited when it is the send CQ? A

@@ -820,6 +820,14 @@ unsigned iw_cm_conn_poll_armed(struct iw_qp *qp)
 	return poll_conn(qp, false);
 }
 
+unsigned iw_cm_conn_poll_other(struct iw_qp *qp)
+{
+	struct iw_cm_id_int *id = iw_qp_glue(qp);
+	if (!id || atomic_load_explicit(&id->polled, memory_order_relaxed))
+		return 0;
+	return poll_conn(qp, false);
+}
+
 /* The thread will sleep until the armed CQ fires, and only a read can
  * fire it: waiting for the loop's pause to end cost 1-2 ms per sleep. */
 unsigned iw_cm_conn_handback(struct iw_qp *qp)

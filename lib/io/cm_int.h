@@ -182,6 +182,11 @@ unsigned iw_cm_conn_poll(struct iw_qp *qp);
 /* The same through a CQ the application armed: it reads, but does not
  * keep the loop off the socket, since the thread is about to sleep. */
 unsigned iw_cm_conn_poll_armed(struct iw_qp *qp);
+/* The same for a connection of another CQ (iw_poll_cq's visits): only
+ * one that no poller of its own CQs keeps (nobody claimed it since the
+ * loop last looked), so that connections with pollers of their own cost
+ * a visitor no system call. */
+unsigned iw_cm_conn_poll_other(struct iw_qp *qp);
 /* The application armed a CQ qp completes into (iw_req_notify_cq): the
  * loop reads for the connection again at once. Returns 0. */
 unsigned iw_cm_conn_handback(struct iw_qp *qp);
