@@ -1887,6 +1887,47 @@ START_TEST(test_tx_event_answered)
 }
 END_TEST
 
+/* One batch of octets from `from` to its peer, as a glue moves them. */
+static void hop(struct world *w, int from)
+{
+	size_t n = take_tx(w, w->e[from].qp);
+	ck_assert_uint_gt(n, 0);
+	feed(w, w->e[from ^ 1].qp, w->mp.stage, n);
+}
+
+/* A Read Response that retires a Read with nothing queued behind it asks
+ * the glue for no transmit attempt: raising the event per response sent a
+ * poller to lock and build for nothing once per batch of responses. A
+ * Read that waited for ORD is woken by the response that frees it. */
+START_TEST(test_read_resp_tx_event)
+{
+	struct cfg g = {.ord = 1, .ird = 1};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0];
+	struct buf *src = buf_new(&w, w.pd, 4096, ACC_RD);
+	struct buf *sink = buf_new(&w, w.pd, 8192, ACC_RW);
+	struct iw_sge s0 = sge_of(sink, 0, 4096), s1 = sge_of(sink, 4096, 4096);
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &s0, 1, src->p, src->mr->rkey),
+			 0);
+	ck_assert_int_eq(post_rdma(A->qp, 2, IW_WR_RDMA_READ, 0, &s1, 1, src->p, src->mr->rkey),
+			 0);
+	hop(&w, 0); /* the first Read Request; ORD 1 holds the second */
+	hop(&w, 1); /* its response */
+	expect_wc(A->scq, 1, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	ck_assert_uint_ne(iw_qp_take_events(A->qp) & IW_QPE_TX, 0);
+	hop(&w, 0); /* the second Request, nothing behind it */
+	iw_qp_take_events(A->qp);
+	hop(&w, 1);
+	expect_wc(A->scq, 2, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	ck_assert_uint_eq(iw_qp_take_events(A->qp) & IW_QPE_TX, 0);
+	buf_free(src);
+	buf_free(sink);
+	world_free(&w);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- wake-ups */
 
 /* The eventfd writes behind completions and events happen after the QP's,
@@ -4294,6 +4335,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_modify_err);
 	tcase_add_test(tc, test_txq_spare);
 	tcase_add_test(tc, test_tx_event_answered);
+	tcase_add_test(tc, test_read_resp_tx_event);
 	tcase_add_test(tc, test_signal_outside_locks);
 	tcase_add_test(tc, test_waiter_woken);
 	tcase_add_test(tc, test_term_none);

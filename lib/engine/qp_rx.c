@@ -92,6 +92,16 @@ static bool op_send(unsigned op)
 	return iw_opcode_has(op, IW_OPF_SEND);
 }
 
+/* A Read or atomic response retired an ORQ entry. Only a WQE not yet
+ * started can have waited for that (ORD or a fence): with none, raising
+ * the transmit event sent the glue to build and lock again for nothing,
+ * once per batch of Read Responses a poller received (issue 12). */
+static void orq_retired(struct iw_qp *qp)
+{
+	if (qp->sq_next != qp->sq_tail)
+		wake_tx(qp);
+}
+
 /* ------------------------------------------------------------ headers */
 
 static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
@@ -348,7 +358,7 @@ static void end_read_resp(struct iw_qp *qp)
 	qp->orq_cnt--;
 	qp->sq[idx % qp->sq_size].done = true;
 	iw_qp_complete_sq_locked(qp);
-	wake_tx(qp); /* ORD and fences may open */
+	orq_retired(qp);
 }
 
 static uint16_t end_send(struct iw_qp *qp, const struct iw_ddp_seg *s, unsigned op)
@@ -421,7 +431,7 @@ static void end_atomic_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	qp->orq_cnt--;
 	w->done = true;
 	iw_qp_complete_sq_locked(qp);
-	wake_tx(qp);
+	orq_retired(qp);
 }
 
 static struct iw_swqe *orq_entry(struct iw_qp *qp, uint32_t i)
