@@ -24,6 +24,11 @@
 #    queues 1 and 3 are accepted on loop 0, 2 and 4 on loop 1, each serves
 #    commands, and the exit summary shows both loops serving two I/O queues;
 #    each loop posts two receives per entry of its queues and 32 more;
+#  - capacity: against two loops of 256 slots and 32-entry queues, a host
+#    asking for 16 I/O queues is granted 6 (what the loops hold) and serves
+#    verified I/O on all 6; a second host whose queues would overfill a loop
+#    is refused at CM time (no resources) while the first keeps serving, and
+#    is served once it has left; --slots too small for one queue: no start;
 #  - the raw-TCP baseline (--tcp against --tcp-server) runs the same shapes;
 #  - a file namespace keeps its data across a restart of the target (one
 #    loop), its 16 KiB writes in-capsule at the default IOCCSZ (the exit
@@ -219,6 +224,62 @@ for l in 0 1; do
 		ok "exit summary: loop $l served four I/O queues" ||
 		{ bad "exit summary of loop $l"; cat "$TMP/tgt.out"; }
 done
+
+# Capacity: two loops of 256 slots serve 128 queue entries each, one
+# admin queue (32) and three I/O queues of 32 (-Q 32): the target says so,
+# grants 6 I/O queues to a host asking for 16 (Number of Queues), and all 6
+# serve verified I/O. A host whose queues would overfill a loop held by
+# another is refused at CM time (the binding's "no resources") while the
+# first keeps serving, and is served once the first has left.
+start_target -N ram:4M -b 512 --slots 256 -Q 32 || exit 1
+grep -q 'serve 6 I/O queues of 32 entries per controller: granting 6, not 8' "$TMP/tgt.err" &&
+	ok "the target says how many I/O queues its loops serve" || bad "capacity notice"
+perf "16 queues asked, 6 granted, randrw 4 KiB qd 31 verify" -r randrw -b 4096 -d 31 -q 16 -c 4000 -V
+grep -q 'the target grants 6 I/O queues of 16 asked: using 6' "$TMP/perf.out" &&
+	grep -q ' queues=6 verify: ' "$TMP/perf.out" && ok "the host uses the 6 queues granted" ||
+	bad "queues granted"
+# Closed: 7 connections of the run above; host A then fills the loops
+# (admin 32 + 3 x 24 on one, 3 x 24 on the other), so that B's admin queue
+# or its I/O queue 1 (32 entries, loop 0) cannot fit anywhere.
+wait_closed() {
+	i=0
+	while [ "$(grep -c ': closed after' "$TMP/tgt.err")" -lt "$1" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+wait_closed 7
+"$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn "$HPERF" -r randrw -b 4096 -d 23 -q 6 -t 3 -V \
+	>"$TMP/hosta.out" 2>&1 &
+APID=$!
+PIDS="$PIDS $APID"
+i=0
+while [ "$(grep -c 'queue 6: accepted' "$TMP/tgt.err")" -lt 2 ] && [ $i -lt 200 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+$TO "$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn "$HPERF" -r randrw -b 4096 -d 31 -q 1 -c 500 -V \
+	>"$TMP/perf.out" 2>&1
+rc=$?
+[ $rc -eq 3 ] && grep -q 'rejected: no resources' "$TMP/perf.out" &&
+	grep -q 'connection rejected: no resources' "$TMP/tgt.err" &&
+	ok "a host overfilling a loop is refused: CM reject, no resources (exit $rc)" ||
+	bad "overfilling host (exit $rc): $(cat "$TMP/perf.out")"
+wait "$APID"
+rc=$?
+grep -q ' errors=0 bad_data=0 ' "$TMP/hosta.out" && ! grep -q ' verified=0 ' "$TMP/hosta.out" &&
+	[ $rc -eq 0 ] && ok "the host holding the loops kept serving verified I/O" ||
+	bad "host A (exit $rc): $(cat "$TMP/hosta.out")"
+wait_closed 14
+perf "the refused host is served once the loops have room" -r randrw -b 4096 -d 31 -q 1 -c 500 -V
+stop_target || bad "target exit status"
+if $TO "$TGT" -a 127.0.0.1 -p 0 --slots 256 >"$TMP/tgt.out" 2>"$TMP/tgt.err"; then
+	bad "--slots 256 with 128-entry queues accepted"
+else
+	grep -q 'holds no I/O queue of 128 entries beside an admin queue: give at least --slots 320' \
+		"$TMP/tgt.err" && ok "--slots too small for --queue-size: refused at start" ||
+		bad "--slots too small: $(cat "$TMP/tgt.err")"
+fi
 
 # The raw-TCP baseline runs the same load shapes.
 "$PERF" --tcp-server -a 127.0.0.1 -p 0 >"$TMP/tcp.out" 2>&1 &

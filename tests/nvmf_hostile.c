@@ -169,7 +169,10 @@ static void admin_checks(struct nh_queue *aq)
 	expect_status("Set Features 80h", rc, &e, NVME_SC_INVALID_FIELD | NVME_SC_DNR, -1);
 	c = (struct nvmf_cmd){.opc = NVME_ADM_SET_FEATURES, .cdw = {[10] = NVME_FEAT_NUM_QUEUES, [11] = 0x10001}};
 	rc = nh_sync(aq, &c, NULL, NULL, 0, NVMF_DIR_NONE, &e);
-	expect_status("Set Features Number of Queues (2)", rc, &e, 0, 7 | 7 << 16);
+	expect_status("Set Features Number of Queues (2): 2 allocated", rc, &e, 0, 1 | 1 << 16);
+	c = (struct nvmf_cmd){.opc = NVME_ADM_GET_FEATURES, .cdw = {[10] = NVME_FEAT_NUM_QUEUES}};
+	rc = nh_sync(aq, &c, NULL, NULL, 0, NVMF_DIR_NONE, &e);
+	expect_status("Get Features Number of Queues: the 2 allocated", rc, &e, 0, 1 | 1 << 16);
 	c = (struct nvmf_cmd){.opc = NVME_ADM_KEEP_ALIVE};
 	rc = nh_sync(aq, &c, NULL, NULL, 0, NVMF_DIR_NONE, &e);
 	expect_status("Keep Alive", rc, &e, 0, -1);

@@ -29,7 +29,7 @@ struct region {
 };
 
 struct load {
-	const struct load_opts *o;
+	struct load_opts *o;  /* our copy: nq becomes what the target grants */
 	struct nh h;
 	struct nh_queue *qs;  /* [0] admin, [1..nq] I/O */
 	uint32_t lbads;
@@ -144,10 +144,13 @@ static int set_queues(struct load *l)
 	int rc = nh_sync(&l->qs[0], &c, NULL, NULL, 0, NVMF_DIR_NONE, &e);
 	if (rc || e.status)
 		return -1;
-	uint32_t got = (uint32_t)(e.result & 0xffff) + 1;
+	/* Fewer than asked: use those, as Linux's nvme_set_queue_count does. */
+	uint32_t nsqa = (e.result & 0xffff) + 1, ncqa = (e.result >> 16) + 1;
+	uint32_t got = nsqa < ncqa ? nsqa : ncqa;
 	if (got < l->o->nq) {
-		fprintf(stderr, "iwarp-nvmf-perf: the target grants %u I/O queues\n", got);
-		return -1;
+		fprintf(stderr, "iwarp-nvmf-perf: the target grants %u I/O queues of %u asked: using %u\n",
+			got, l->o->nq, got);
+		l->o->nq = got;
 	}
 	return 0;
 }
@@ -374,8 +377,11 @@ static void cleanup(struct load *l)
 int load_run(const struct load_opts *o)
 {
 	static struct load l; /* the histogram is large */
+	static struct load_opts oc;
 	uint8_t idc[NVMF_IDENTIFY_SIZE];
-	l.o = o;
+	oc = *o;
+	l.o = &oc;
+	o = &oc;
 	l.rng = (uint64_t)nh_now_ns() | 1;
 	l.next_version = (uint32_t)(l.rng >> 8) & 0x7fffffff;
 	l.qs = calloc(o->nq + 1, sizeof(*l.qs));
@@ -413,7 +419,9 @@ int load_discover(const struct load_opts *o)
 	static struct load l;
 	uint8_t idc[NVMF_IDENTIFY_SIZE];
 	static uint8_t page[NVMF_DISC_HDR + 16 * NVMF_DISC_ENTRY];
-	l.o = o;
+	static struct load_opts oc;
+	oc = *o;
+	l.o = &oc;
 	l.qs = calloc(1, sizeof(*l.qs));
 	int rc = 3;
 	if (l.qs && open_host(&l, NVMF_DISC_NQN) == 0 && connect_queue(&l, 0, NVMF_AQ_DEPTH) == 0 &&

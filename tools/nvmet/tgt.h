@@ -70,6 +70,9 @@ struct tgt_cfg {
 	uint32_t max_io;   /* largest transfer, a power of two >= 4096 (MDTS) */
 	uint16_t mqes;     /* largest I/O queue, entries */
 	uint16_t max_qid;  /* I/O queues per controller */
+	uint16_t nq_fit;   /* I/O queues of mqes entries the transport can serve
+			    * for one controller (Number of Queues grants no
+			    * more); 0: max_qid */
 	char traddr[64];   /* for the discovery log */
 	char trsvcid[33];
 	bool verbose;

@@ -207,6 +207,20 @@ static uint16_t get_log(struct tgt_req *req)
 
 /* ------------------------------------------------------------ features */
 
+/* The I/O queues a controller may have: those the transport can serve
+ * at the largest size (a host creates the queues it is granted, Linux's
+ * nvme_set_queue_count among them, so none of them is refused later). */
+static uint32_t queues_max(const struct tgt_cfg *cfg)
+{
+	return cfg->nq_fit && cfg->nq_fit < cfg->max_qid ? cfg->nq_fit : cfg->max_qid;
+}
+
+/* NSQA and NCQA, zero-based: what was allocated. */
+static uint32_t queues_result(uint32_t n)
+{
+	return (n - 1) | (n - 1) << 16;
+}
+
 static uint16_t set_features(struct tgt_req *req)
 {
 	struct tgt_ctrl *c = req->q->ctrl;
@@ -215,12 +229,12 @@ static uint16_t set_features(struct tgt_req *req)
 		return DNR(NVME_SC_FEATURE_NOT_SAVEABLE);
 	switch (req->cmd.cdw[10] & 0xff) {
 	case NVME_FEAT_NUM_QUEUES: {
-		uint32_t nsq = (cdw11 & 0xffff) + 1, ncq = (cdw11 >> 16) + 1, max = c->tgt->cfg.max_qid;
+		uint32_t nsq = (cdw11 & 0xffff) + 1, ncq = (cdw11 >> 16) + 1;
 		if ((cdw11 & 0xffff) == 0xffff || cdw11 >> 16 == 0xffff)
 			return DNR(NVME_SC_INVALID_FIELD);
-		uint32_t n = nsq < ncq ? nsq : ncq;
+		uint32_t n = nsq < ncq ? nsq : ncq, max = queues_max(&c->tgt->cfg);
 		c->nq_granted = (uint16_t)(n < max ? n : max);
-		req->cqe.result = (max - 1) | (uint32_t)(max - 1) << 16;
+		req->cqe.result = queues_result(c->nq_granted);
 		return 0;
 	}
 	case NVME_FEAT_KATO:
@@ -241,10 +255,9 @@ static uint16_t set_features(struct tgt_req *req)
 static uint16_t get_features(struct tgt_req *req)
 {
 	struct tgt_ctrl *c = req->q->ctrl;
-	uint32_t max = c->tgt->cfg.max_qid;
 	switch (req->cmd.cdw[10] & 0xff) {
 	case NVME_FEAT_NUM_QUEUES:
-		req->cqe.result = (max - 1) | (max - 1) << 16;
+		req->cqe.result = queues_result(c->nq_granted ? c->nq_granted : queues_max(&c->tgt->cfg));
 		return 0;
 	case NVME_FEAT_KATO:
 		req->cqe.result = c->kato_ms;

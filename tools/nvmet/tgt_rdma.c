@@ -22,7 +22,9 @@
  * spare. A Send that finds no receive is fatal on iWARP (no RNR retry), so
  * a queue is only accepted while the sizes of the loop's queues stay within
  * half the slots: up to one response per slot may still be completing when
- * its host, having seen it, sends the next command. Only that many (two
+ * its host, having seen it, sends the next command (else it is rejected
+ * with the binding's "no resources"; Number of Queues grants a controller
+ * only as many I/O queues as fit, fit_queues). Only that many (two
  * per entry, and SLOT_SLACK) are posted or in use at a time, the spare
  * ones most recently used first, so that the buffers a loop touches are
  * as few as its queues need (want_slots).
@@ -1056,6 +1058,35 @@ static void teardown(struct tr *tr, uint32_t started)
 	pthread_mutex_destroy(&tr->cm_lock);
 }
 
+/* What one controller's queues may take, granted by Number of Queues:
+ * I/O queue q is served by loop (q - 1) mod N, each loop by half its
+ * slots, of which an admin queue may take NVMF_AQ_DEPTH (those take the
+ * loops in turn). A host learns mqes from CAP and sizes its queues up to
+ * it, so each granted queue is counted at mqes entries. */
+static int fit_queues(struct tr *tr)
+{
+	struct tgt_cfg *cfg = &tr->t->cfg;
+	uint32_t cap = tr->nslots / 2, per_loop = 0;
+	if (cap >= NVMF_AQ_DEPTH + (uint32_t)cfg->mqes)
+		per_loop = (cap - NVMF_AQ_DEPTH) / cfg->mqes;
+	if (per_loop == 0) {
+		fprintf(stderr,
+			"iwarp-nvmet: --slots %u holds no I/O queue of %u entries beside an admin "
+			"queue: give at least --slots %u, or a smaller --queue-size\n",
+			tr->nslots, cfg->mqes, 2 * (NVMF_AQ_DEPTH + cfg->mqes));
+		return -1;
+	}
+	uint64_t fit = (uint64_t)per_loop * tr->nloops;
+	cfg->nq_fit = (uint16_t)(fit < cfg->max_qid ? fit : cfg->max_qid);
+	if (cfg->nq_fit < cfg->max_qid)
+		fprintf(stderr,
+			"iwarp-nvmet: %u loop%s of %u slots serve %u I/O queues of %u entries per "
+			"controller: granting %u, not %u (--queues); more takes --slots or --loops\n",
+			tr->nloops, tr->nloops == 1 ? "" : "s", tr->nslots, cfg->nq_fit, cfg->mqes,
+			cfg->nq_fit, cfg->max_qid);
+	return 0;
+}
+
 static int setup(struct tr *tr)
 {
 	for (uint32_t i = 0; i < tr->nloops; i++)
@@ -1090,8 +1121,10 @@ int tr_run(struct tgt *t, const struct tr_opts *o)
 	t->ctrl_dead = ctrl_dead;
 	t->now_ms = now_ms();
 	pthread_mutex_init(&tr.cm_lock, NULL);
-	tr.loops = calloc(tr.nloops, sizeof(*tr.loops));
 	block_signals(&set);
+	if (fit_queues(&tr))
+		goto out;
+	tr.loops = calloc(tr.nloops, sizeof(*tr.loops));
 	if (!tr.loops || setup(&tr)) {
 		fprintf(stderr, "iwarp-nvmet: setting up libiwarp: %s\n", strerror(errno));
 		goto out;
