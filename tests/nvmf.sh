@@ -240,7 +240,8 @@ grep -q 'the target grants 6 I/O queues of 16 asked: using 6' "$TMP/perf.out" &&
 	bad "queues granted"
 # Closed: 7 connections of the run above; host A then fills the loops
 # (admin 32 + 3 x 24 on one, 3 x 24 on the other), so that B's admin queue
-# or its I/O queue 1 (32 entries, loop 0) cannot fit anywhere.
+# or its I/O queue 1 (32 entries, loop 0) cannot fit anywhere; A runs
+# until B has been refused, then SIGINT ends its load.
 wait_closed() {
 	i=0
 	while [ "$(grep -c ': closed after' "$TMP/tgt.err")" -lt "$1" ] && [ $i -lt 200 ]; do
@@ -249,7 +250,7 @@ wait_closed() {
 	done
 }
 wait_closed 7
-"$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn "$HPERF" -r randrw -b 4096 -d 23 -q 6 -t 3 -V \
+"$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn "$HPERF" -r randrw -b 4096 -d 23 -q 6 -t 60 -V \
 	>"$TMP/hosta.out" 2>&1 &
 APID=$!
 PIDS="$PIDS $APID"
@@ -265,6 +266,7 @@ rc=$?
 	grep -q 'connection rejected: no resources' "$TMP/tgt.err" &&
 	ok "a host overfilling a loop is refused: CM reject, no resources (exit $rc)" ||
 	bad "overfilling host (exit $rc): $(cat "$TMP/perf.out")"
+kill -INT "$APID" # ends its load as its time would
 wait "$APID"
 rc=$?
 grep -q ' errors=0 bad_data=0 ' "$TMP/hosta.out" && ! grep -q ' verified=0 ' "$TMP/hosta.out" &&

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,17 @@ static uint32_t inflight(const struct load *l)
 	return n;
 }
 
+/* SIGINT ends a load early as its time would: no new I/O, what is in
+ * flight completes, then the report and a clean shutdown (tests/nvmf.sh
+ * ends a host that holds the target's capacity this way). */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
 static double run(struct load *l)
 {
 	const struct load_opts *o = l->o;
@@ -338,7 +350,8 @@ static double run(struct load *l)
 		if (nh_progress(&l->h, l->qs, (int)o->nq + 1) == 0 && !o->spin)
 			nh_wait(&l->h);
 		keep_alive(l);
-		if ((o->ios && l->issued >= o->ios) || (!o->ios && nh_now_ns() >= end))
+		if ((o->ios && l->issued >= o->ios) || (!o->ios && nh_now_ns() >= end) ||
+		    interrupted)
 			l->stop = true;
 	}
 	return (double)(nh_now_ns() - t0) / 1e9;
@@ -382,6 +395,7 @@ int load_run(const struct load_opts *o)
 	oc = *o;
 	l.o = &oc;
 	o = &oc;
+	signal(SIGINT, on_sigint);
 	l.rng = (uint64_t)nh_now_ns() | 1;
 	l.next_version = (uint32_t)(l.rng >> 8) & 0x7fffffff;
 	l.qs = calloc(o->nq + 1, sizeof(*l.qs));
