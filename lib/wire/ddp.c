@@ -55,11 +55,14 @@ static enum iw_wire_err ddp_hdr_check(const struct iw_ddp_hdr *h)
 		return tagged ? IW_WERR_DDP_T_VERSION : IW_WERR_DDP_U_VERSION;
 	if ((h->rdmap_ctrl & IW_RDMAP_RV) >> 6 != IW_RDMAP_VERSION)
 		return IW_WERR_RDMAP_VERSION;
-	if (!iw_rdmap_opcode_valid(opcode) || iw_rdmap_opcode_tagged(opcode) != tagged)
+	/* One look at the opcode's row for all three facts: this runs for
+	 * every segment received. */
+	const struct iw_opcode_info *o = iw_opcode_info(opcode);
+	if (!o || !(o->flags & IW_OPF_TAGGED) != !tagged)
 		return IW_WERR_RDMAP_OPCODE;
-	if (!tagged && h->qn != (uint32_t)iw_rdmap_opcode_qn(opcode))
+	if (!tagged && h->qn != (uint32_t)o->qn)
 		return IW_WERR_DDP_QN;
-	if (iw_opcode_has(opcode, IW_OPF_SINGLE) && !iw_ddp_last(h))
+	if ((o->flags & IW_OPF_SINGLE) && !iw_ddp_last(h))
 		return IW_WERR_RDMAP_NOT_LAST;
 	return IW_WERR_NONE;
 }
