@@ -60,7 +60,7 @@
 
 #include <iwarp/iwarp.h>
 
-#include "engine/cq.h" /* test_poll_visits_others: IW_POLL_OTHERS_EVERY */
+#include "engine/cq.h" /* IW_POLL_OTHERS_EVERY, a CQ's count */
 #include "io/cm_int.h" /* test_poll_handback: the pause counters */
 #include "suites.h"
 
@@ -3137,6 +3137,42 @@ static void wc_sleep(struct lb_conn *s, struct iw_cq *cq, struct iw_wc *wc, int6
 	ck_assert_int_eq(iw_poll_cq(cq, 1, wc), 1);
 }
 
+/* Two connected ends of a polling context whose server pauses for an
+ * hour (longer than any run) once it leaves the socket to pollers, with
+ * two 64-octet receives posted there and 128 octets of pattern seed
+ * ready at the client. */
+struct pause_pair {
+	struct lb_env e;
+	struct lb_conn c, s;
+	struct lb_end ce, se;
+	struct iw_cm_id_int *sid;
+};
+
+static void pause_pair_open(struct pause_pair *p, uint8_t seed)
+{
+	env_init(&p->e, NULL, NULL);
+	pair_connect(&p->e, NULL, &p->c, &p->s);
+	end_init(&p->ce, &p->c, 4096, "client");
+	end_init(&p->se, &p->s, 4096, "server");
+	p->sid = iw_cm_id_int(p->s.id);
+	p->sid->conn.tune.poll_pause_ms = 3600 * 1000;
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(post_recv1(p->s.qp, 1 + i, p->se.data.p + 64 * i, 64,
+					    p->se.data.mr->lkey),
+				 0);
+	pat_fill(p->ce.data.p, 128, seed);
+}
+
+static void pause_pair_close(struct pause_pair *p)
+{
+	check_data(p->se.data.p, p->ce.data.p, 128, "Sends");
+	conn_fini(&p->c);
+	conn_fini(&p->s);
+	end_fini(&p->ce);
+	end_fini(&p->se);
+	env_fini(&p->e);
+}
+
 /* A poller that arms a CQ hands its connection back to the loop at once,
  * and its polls through the armed CQ do not take it again: both Sends
  * complete through the loop while the thread sleeps on the channel, and
@@ -3144,49 +3180,78 @@ static void wc_sleep(struct lb_conn *s, struct iw_cq *cq, struct iw_wc *wc, int6
  * before the hand-back only the timer ended it). */
 START_TEST(test_poll_handback)
 {
-	struct lb_env e;
-	env_init(&e, NULL, NULL);
-	struct lb_conn c, s;
-	pair_connect(&e, NULL, &c, &s);
-	struct lb_end ce, se;
-	end_init(&ce, &c, 4096, "client");
-	end_init(&se, &s, 4096, "server");
-	struct iw_cm_id_int *sid = iw_cm_id_int(s.id);
-	sid->conn.tune.poll_pause_ms = 3600 * 1000;
-	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(post_recv1(s.qp, 1 + i, se.data.p + 64 * i, 64, se.data.mr->lkey),
-				 0);
-	pat_fill(ce.data.p, 128, 5);
+	struct pause_pair p;
+	pause_pair_open(&p, 5);
+	struct iw_cm_id_int *sid = p.sid;
 	struct iw_wc wc;
-	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 0); /* a poller: the loop keeps off */
-	ck_assert_int_eq(post_send1(c.qp, 11, IW_WR_SEND, IW_SEND_SIGNALED, ce.data.p, 64,
-				    ce.data.mr->lkey, 0, 0, 0),
+	ck_assert_int_eq(iw_poll_cq(p.s.rcq, 1, &wc), 0); /* a poller: the loop keeps off */
+	ck_assert_int_eq(post_send1(p.c.qp, 11, IW_WR_SEND, IW_SEND_SIGNALED, p.ce.data.p, 64,
+				    p.ce.data.mr->lkey, 0, 0, 0),
 			 0);
 	int64_t dl = deadline_in(LB_WAIT_MS);
 	while (!atomic_load(&sid->rd_paused))
 		ck_assert_msg(now_ms() < dl, "the loop never left the socket to the poller");
 	/* The Send waits in the socket; this thread arms and sleeps. */
-	ck_assert_int_eq(iw_req_notify_cq(s.rcq, 0), 0);
-	wc_sleep(&s, s.rcq, &wc, dl);
+	ck_assert_int_eq(iw_req_notify_cq(p.s.rcq, 0), 0);
+	wc_sleep(&p.s, p.s.rcq, &wc, dl);
 	wc_check(&wc, 1, IW_WC_SUCCESS, IW_WC_RECV, "first Send");
 	/* Armed again, a last look finds nothing and claims nothing. */
-	ck_assert_int_eq(iw_req_notify_cq(s.rcq, 0), 0);
-	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 0);
-	ck_assert_int_eq(post_send1(c.qp, 12, IW_WR_SEND, IW_SEND_SIGNALED, ce.data.p + 64, 64,
-				    ce.data.mr->lkey, 0, 0, 0),
+	ck_assert_int_eq(iw_req_notify_cq(p.s.rcq, 0), 0);
+	ck_assert_int_eq(iw_poll_cq(p.s.rcq, 1, &wc), 0);
+	ck_assert_int_eq(post_send1(p.c.qp, 12, IW_WR_SEND, IW_SEND_SIGNALED, p.ce.data.p + 64, 64,
+				    p.ce.data.mr->lkey, 0, 0, 0),
 			 0);
-	wc_sleep(&s, s.rcq, &wc, dl);
+	wc_sleep(&p.s, p.s.rcq, &wc, dl);
 	wc_check(&wc, 2, IW_WC_SUCCESS, IW_WC_RECV, "second Send");
-	check_data(se.data.p, ce.data.p, 128, "Sends");
 	ck_assert_uint_eq(atomic_load(&sid->dbg_pause_wakes), 0);
 	ck_assert_uint_eq(atomic_load(&sid->dbg_handbacks), 1);
-	wc_spin(c.scq, &wc, 1, "Send");
-	wc_spin(c.scq, &wc, 1, "Send");
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	wc_spin(p.c.scq, &wc, 1, "Send");
+	wc_spin(p.c.scq, &wc, 1, "Send");
+	pause_pair_close(&p);
+}
+END_TEST
+
+/* Wait (no poll) until the loop either completed a receive into cq or
+ * left the socket to pollers; true for the receive. */
+static bool loop_read_or_paused(struct iw_cq *cq, struct iw_cm_id_int *id)
+{
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	for (;;) {
+		if (__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))
+			return true;
+		if (atomic_load(&id->rd_paused))
+			return false;
+		ck_assert_msg(now_ms() < dl, "the loop neither read nor paused");
+		sched_yield();
+	}
+}
+
+/* A poller whose polls all find a completion visits no connection, yet
+ * it is polling: the loop, which read the first Send while nobody polled,
+ * leaves the second to it. Before, the loop kept winning that race once
+ * it had won it (it completed each receive before the poller looked, so
+ * the poller never visited) and woke once per message: compat_poll
+ * counted 1,000+ loop wake-ups for 2,000 polled Sends under load. */
+START_TEST(test_poll_busy_cq_keeps_loop_off)
+{
+	struct pause_pair p;
+	pause_pair_open(&p, 6);
+	struct iw_cm_id_int *sid = p.sid;
+	ck_assert_int_eq(post_send1(p.c.qp, 11, IW_WR_SEND, 0, p.ce.data.p, 64,
+				    p.ce.data.mr->lkey, 0, 0, 0),
+			 0);
+	ck_assert_msg(loop_read_or_paused(p.s.rcq, sid), "nobody polled, yet the loop paused");
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(p.s.rcq, 1, &wc), 1); /* found at once: no visit */
+	wc_check(&wc, 1, IW_WC_SUCCESS, IW_WC_RECV, "first Send");
+	ck_assert_int_eq(post_send1(p.c.qp, 12, IW_WR_SEND, 0, p.ce.data.p + 64, 64,
+				    p.ce.data.mr->lkey, 0, 0, 0),
+			 0);
+	ck_assert_msg(!loop_read_or_paused(p.s.rcq, sid),
+		      "the loop read a Send that a polled CQ waits for");
+	wc_spin(p.s.rcq, &wc, 1, "second Send");
+	wc_check(&wc, 2, IW_WC_SUCCESS, IW_WC_RECV, "second Send");
+	pause_pair_close(&p);
 }
 END_TEST
 
@@ -3983,6 +4048,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_threads_shared_qp);
 	tcase_add_test(tc, test_poll_loop_paused);
 	tcase_add_test(tc, test_poll_handback);
+	tcase_add_test(tc, test_poll_busy_cq_keeps_loop_off);
 	tcase_add_test(tc, test_poll_send_cq_no_claim);
 	tcase_add_test(tc, test_poll_tx_backlog);
 	tcase_add_test(tc, test_poll_visits_others);

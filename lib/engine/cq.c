@@ -302,6 +302,7 @@ IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
 	else if (cq->armed != IW_CQ_ARM_NEXT)
 		set_armed(cq, IW_CQ_ARM_SOLICITED);
 	pthread_mutex_unlock(&cq->lock);
+	atomic_store(&cq->arm_polls, atomic_load_explicit(&cq->polls, memory_order_relaxed));
 	/* A polling thread that arms is about to sleep on the channel: the
 	 * loop must read for it now, not when its pause ends. */
 	struct iw_context *ctx = cq->context;
@@ -361,6 +362,14 @@ static void visit_others(struct iw_cq *cq)
 	atomic_store_explicit(&cq->others_hot, got != 0, memory_order_relaxed);
 }
 
+/* A plain load and store, not a locked add: the count is only ever
+ * compared for change, and pollers of one CQ need not serialise on it. */
+static void count_poll(struct iw_cq *cq)
+{
+	unsigned k = atomic_load_explicit(&cq->polls, memory_order_relaxed);
+	atomic_store_explicit(&cq->polls, k + 1, memory_order_relaxed);
+}
+
 /* In a polling context the caller's thread receives for the CQ's QPs
  * when the ring has less than it asked for, then takes what that
  * completed: no hand-off to the loop thread. */
@@ -371,7 +380,11 @@ IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 	bool armed;
 	int n = take(cq, num_entries, wc, &armed);
 	struct iw_context *ctx = cq->context;
-	if (n == num_entries || !ctx->poll_mode || !ctx->progress)
+	if (!ctx->poll_mode || !ctx->progress)
+		return n;
+	if (!armed)
+		count_poll(cq);
+	if (n == num_entries)
 		return n;
 	/* Through an armed CQ the thread is checking once more before it
 	 * sleeps (iw_req_notify_cq handed its connections back); otherwise it

@@ -53,6 +53,14 @@ struct iw_cq {
 	 * that found nothing, and whether the last visit moved octets. */
 	atomic_uint idle_polls;
 	atomic_bool others_hot;
+	/* Unarmed iw_poll_cq calls, counted loosely (racing pollers may
+	 * lose an increment; only "changed since" is ever asked), so the
+	 * loop can tell a busy poller from an idle CQ even when every poll
+	 * finds a completion and visits nothing (iw_qp_feed_polled). */
+	atomic_uint polls;
+	/* polls when the CQ was last armed: a thread whose latest act on
+	 * the CQ was to arm it sleeps, whatever it polled before. */
+	atomic_uint arm_polls;
 };
 
 /* An iw_poll_cq that finds nothing visits the context's other

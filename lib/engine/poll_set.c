@@ -115,6 +115,23 @@ bool iw_qp_rx_feeds(const struct iw_qp *qp, const struct iw_cq *cq)
 	return cq == qp->send_cq && (PEEK(qp->orq_cnt) || PEEK(qp->inv_wait));
 }
 
+static bool cq_polled(const struct iw_qp *qp, const struct iw_cq *cq, unsigned *seen)
+{
+	struct iw_cq *c = (struct iw_cq *)cq;
+	unsigned now = atomic_load(&c->polls);
+	bool changed = now != *seen;
+	*seen = now;
+	return changed && now != atomic_load(&c->arm_polls) && iw_qp_rx_feeds(qp, cq);
+}
+
+bool iw_qp_feed_polled(const struct iw_qp *qp, unsigned seen[2])
+{
+	bool r = cq_polled(qp, qp->recv_cq, &seen[0]);
+	if (qp->send_cq != qp->recv_cq)
+		r |= cq_polled(qp, qp->send_cq, &seen[1]);
+	return r;
+}
+
 static struct iw_poll_set *qp_sets(struct iw_qp *qp, struct iw_poll_set **v)
 {
 	v[0] = &qp->context->poll;

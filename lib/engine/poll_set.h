@@ -54,6 +54,14 @@ unsigned iw_poll_set_run_others(struct iw_poll_set *s, const struct iw_cq *cq,
  * answer costs a loop wake-up or one pause, never a lost octet. */
 bool iw_qp_rx_feeds(const struct iw_qp *qp, const struct iw_cq *cq);
 
+/* Was a CQ that qp's arriving octets would complete into now
+ * (iw_qp_rx_feeds) polled, unarmed, since the last call and since it
+ * was last armed (a thread that arms goes to sleep)? seen holds
+ * the caller's last look at the receive and send CQs' poll counts and is
+ * updated. A poller whose every poll finds a completion never visits
+ * the connection, so only this tells the loop that it is there. */
+bool iw_qp_feed_polled(const struct iw_qp *qp, unsigned seen[2]);
+
 /* A QP of a polling context enters its context's and CQs' sets when it is
  * created and leaves them when destroyed (0 or ENOMEM). */
 int iw_qp_poll_join(struct iw_qp *qp);

@@ -21,8 +21,10 @@
  * connection's rxlock, only ever tried on the data path: the thread that
  * holds it reads, another skips, and since the octets stay in the socket
  * and the read event is level-triggered nothing is lost. While pollers
- * keep visiting, the loop leaves the read event off (rd_paused) so that
- * it does not wake for every message, and looks again after a pause that
+ * keep visiting, or keep polling a CQ that the connection's octets would
+ * complete into (iw_qp_feed_polled), the loop leaves the read event off
+ * (rd_paused) so that it does not wake for every message, and looks
+ * again after a pause that
  * doubles while they stay (1 ms up to IW_POLL_PAUSE_MAX_MS). A poller that
  * arms a CQ (iw_req_notify_cq) is about to sleep: the connections feeding
  * that CQ go back to the loop at once (iw_cm_conn_handback), and its polls
@@ -715,9 +717,21 @@ static void loop_rx(struct iw_cm_id_int *id, bool wait)
 	act(id, ev | IW_CONN_EV_SEND);
 }
 
-static bool pollers_active(struct iw_cm_id_int *id)
+/* Loop thread. A poller visited (claimed) since the last look, or, with
+ * cq, polled a CQ this connection completes into: a poller whose polls
+ * all find completions visits nothing, yet it is there. Without that
+ * second test a loop that once won the race (woken on another core, or
+ * preempting the sender on its own) read every later message too: it
+ * completed each receive before the poller looked, so the poller never
+ * visited and never claimed, and the loop woke once per message. */
+static bool pollers_active(struct iw_cm_id_int *id, bool cq)
 {
-	return atomic_load(&id->poll_ok) && atomic_exchange(&id->polled, false);
+	if (!atomic_load(&id->poll_ok))
+		return false;
+	bool claimed = atomic_exchange(&id->polled, false);
+	struct iw_qp *qp = id->conn.qp;
+	bool fed = qp && iw_qp_feed_polled(qp, id->cq_seen);
+	return claimed || (cq && fed);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -727,7 +741,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	iw_ev_enter(ev);
-	if (pollers_active(id))
+	if (pollers_active(id, true))
 		rd_pause(id, id->conn.tune.poll_pause_ms);
 	else
 		loop_rx(id, false);
@@ -745,7 +759,7 @@ static void on_pause(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	iw_ev_enter(ev);
 	atomic_fetch_add_explicit(&id->dbg_pause_wakes, 1, memory_order_relaxed);
-	if (pollers_active(id))
+	if (pollers_active(id, true))
 		rd_pause(id, iw_cm_pause_next(id->rd_pause_ms));
 	else
 		rd_resume(id);
@@ -753,12 +767,13 @@ static void on_pause(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The loop's side of iw_cm_conn_handback. A poller that kept polling
- * since (through a CQ nobody armed) keeps the connection. */
+ * since (through a CQ nobody armed) keeps the connection; the polls
+ * counted before the arming do not (the thread that armed will sleep). */
 static void handback(struct iw_cm_id_int *id)
 {
 	if (!atomic_exchange(&id->handback, false))
 		return;
-	if (id->rd_paused && !pollers_active(id)) {
+	if (id->rd_paused && !pollers_active(id, false)) {
 		atomic_fetch_add_explicit(&id->dbg_handbacks, 1, memory_order_relaxed);
 		rd_resume(id);
 	}

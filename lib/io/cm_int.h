@@ -86,6 +86,7 @@ struct iw_cm_id_int {
 	pthread_mutex_t rxlock;
 	atomic_bool poll_ok;  /* RUNNING in a polling context, socket open */
 	atomic_bool polled;   /* a poller visited since the loop last looked */
+	unsigned cq_seen[2];  /* loop: its last look at the CQs' poll counts */
 	atomic_bool rx_kick;  /* a poller met the end of the stream: loop, read */
 	atomic_bool tx_full;  /* the socket took less than was queued */
 	/* The loop has been asked to wait for room in a full socket, or
