@@ -248,19 +248,25 @@ FUZZ_HARNESS static bool writable(const uint8_t *p, size_t n)
 /* Regions between canaries, each with its own pattern; canaries poisoned. */
 FUZZ_HARNESS static void arena_reset(void)
 {
+	/* The patterns, laid out once and copied in for every input. */
+	static uint8_t image[ARENA_SIZE];
+	static bool made;
 	size_t off = CANARY;
 
 	ASAN_UNPOISON_MEMORY_REGION(F.arena, ARENA_SIZE);
-	memset(F.arena, CANARY_BYTE, ARENA_SIZE);
+	if (!made)
+		memset(image, CANARY_BYTE, ARENA_SIZE);
 	memset(F.wmask, 0, sizeof(F.wmask));
 	for (int i = 0; i < NUM_REG; i++) {
 		F.host[i] = F.arena + off;
-		for (uint32_t k = 0; k < defs[i].size; k++)
-			F.host[i][k] = (uint8_t)(i * 37 + k * 11) ^ 0x5A;
+		for (uint32_t k = 0; !made && k < defs[i].size; k++)
+			image[off + k] = (uint8_t)(i * 37 + k * 11) ^ 0x5A;
 		off += defs[i].size + CANARY;
 	}
 	CHECK(off <= ARENA_SIZE);
-	memcpy(F.shadow, F.arena, ARENA_SIZE);
+	made = true;
+	memcpy(F.arena, image, ARENA_SIZE);
+	memcpy(F.shadow, image, ARENA_SIZE);
 	off = 0;
 	for (int i = 0; i < NUM_REG; i++) {
 		ASAN_POISON_MEMORY_REGION(F.arena + off, arena_off(F.host[i]) - off);
@@ -272,8 +278,13 @@ FUZZ_HARNESS static void arena_reset(void)
 FUZZ_HARNESS static void arena_check(void)
 {
 	ASAN_UNPOISON_MEMORY_REGION(F.arena, ARENA_SIZE);
-	for (size_t i = 0; i < ARENA_SIZE; i++)
-		CHECK(F.wmask[i] || F.arena[i] == F.shadow[i]);
+	/* Octet by octet only where a 64-octet block changed. */
+	for (size_t b = 0; b < ARENA_SIZE; b += 64) {
+		if (memcmp(F.arena + b, F.shadow + b, 64) == 0)
+			continue;
+		for (size_t i = b; i < b + 64; i++)
+			CHECK(F.wmask[i] || F.arena[i] == F.shadow[i]);
+	}
 }
 
 /* An MR deregistered mid-stream: nothing may write its region any more. */
