@@ -1928,6 +1928,50 @@ START_TEST(test_read_resp_tx_event)
 }
 END_TEST
 
+/* Reads posted one call at a time while eight or more responses are owed
+ * leave together: the posts ask the glue for no transmit (each asked for
+ * its own 44-octet write before), and the response that completes next
+ * asks once, for one transmit carrying all three Read Requests. */
+START_TEST(test_read_req_batch)
+{
+	struct cfg g = {.ord = 32, .ird = 32};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0];
+	struct buf *src = buf_new(&w, w.pd, 64, ACC_RD);
+	struct buf *sink = buf_new(&w, w.pd, 64 * 11, ACC_RW);
+	size_t req = 0;
+	for (int i = 0; i < 11; i++) {
+		struct iw_sge s = sge_of(sink, (size_t)i * 64, 64);
+		ck_assert_int_eq(post_rdma(A->qp, (uint64_t)i, IW_WR_RDMA_READ, 0, &s, 1, src->p,
+					   src->mr->rkey),
+				 0);
+		unsigned ev = iw_qp_take_events(A->qp);
+		if (i >= 8) {
+			ck_assert_uint_eq(ev & IW_QPE_TX, 0);
+			continue;
+		}
+		/* Fewer owed: the glue writes each at once, as before. */
+		ck_assert_uint_ne(ev & IW_QPE_TX, 0);
+		size_t n = take_tx(&w, A->qp);
+		req = req ? req : n;
+		ck_assert_uint_eq(n, req);
+		feed(&w, w.e[1].qp, w.mp.stage, n);
+	}
+	hop(&w, 1); /* the eight responses */
+	ck_assert_uint_ne(iw_qp_take_events(A->qp) & IW_QPE_TX, 0);
+	ck_assert_uint_eq(take_tx(&w, A->qp), 3 * req);
+	feed(&w, w.e[1].qp, w.mp.stage, 3 * req);
+	pump(&w);
+	for (uint64_t i = 0; i < 11; i++)
+		expect_wc(A->scq, i, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	buf_free(src);
+	buf_free(sink);
+	world_free(&w);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- wake-ups */
 
 /* The eventfd writes behind completions and events happen after the QP's,
@@ -4336,6 +4380,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_txq_spare);
 	tcase_add_test(tc, test_tx_event_answered);
 	tcase_add_test(tc, test_read_resp_tx_event);
+	tcase_add_test(tc, test_read_req_batch);
 	tcase_add_test(tc, test_signal_outside_locks);
 	tcase_add_test(tc, test_waiter_woken);
 	tcase_add_test(tc, test_term_none);
