@@ -31,8 +31,16 @@ struct iw_opcode_info {
 	uint16_t flags;   /* IW_OPF_* */
 };
 
-/* The row of opcode, or NULL when it has none. */
-const struct iw_opcode_info *iw_opcode_info(unsigned opcode);
+/* Opcodes 0x0..0xB have rows (rdmap.c). */
+#define IW_OPCODE_ROWS 12
+extern const struct iw_opcode_info iw_opcode_rows[IW_OPCODE_ROWS];
+
+/* The row of opcode, or NULL when it has none. Inline: the receive path
+ * asks it several times per segment. */
+static inline const struct iw_opcode_info *iw_opcode_info(unsigned opcode)
+{
+	return opcode < IW_OPCODE_ROWS ? &iw_opcode_rows[opcode] : NULL;
+}
 
 /* Whether opcode has every flag of f (false for an opcode with no row). */
 static inline bool iw_opcode_has(unsigned opcode, unsigned f)
