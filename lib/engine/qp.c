@@ -99,7 +99,7 @@ static int cap_valid(const struct iw_qp_init_attr *a)
 	return c->max_inline_data <= IW_MAX_INLINE;
 }
 
-/* Ring indexes run freely over 2^32 and pick their slot by modulo: the
+/* Ring indexes run freely over 2^32 and pick their slot by mask (iw_qp_slot): the
  * slot sequence only stays continuous across the wrap if the ring size
  * divides 2^32. Capacity is still the requested number of WRs. */
 static uint32_t ring_size(uint32_t n)
@@ -413,7 +413,7 @@ static void complete_swqe(struct iw_qp *qp, struct iw_swqe *w)
 void iw_qp_complete_sq_locked(struct iw_qp *qp)
 {
 	while (qp->sq_head != qp->sq_tail) {
-		struct iw_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+		struct iw_swqe *w = &qp->sq[iw_qp_slot(qp->sq_head, qp->sq_size)];
 		if (!w->done)
 			break;
 		complete_swqe(qp, w);
@@ -492,7 +492,7 @@ void iw_qp_flush_rq_locked(struct iw_qp *qp)
 		qp->in.have_rwqe = false;
 	}
 	while (qp->rq_head != qp->rq_tail) {
-		flush_rwqe(qp, &qp->rq[qp->rq_head % qp->rq_size], IW_WC_WR_FLUSH_ERR);
+		flush_rwqe(qp, &qp->rq[iw_qp_slot(qp->rq_head, qp->rq_size)], IW_WC_WR_FLUSH_ERR);
 		qp->rq_head++;
 	}
 	hold_at_err(qp);
@@ -516,7 +516,7 @@ void iw_qp_rx_direct_settle_locked(struct iw_qp *qp)
 void iw_qp_flush_locked(struct iw_qp *qp)
 {
 	while (qp->sq_head != qp->sq_tail) {
-		struct iw_swqe *w = &qp->sq[qp->sq_head % qp->sq_size];
+		struct iw_swqe *w = &qp->sq[iw_qp_slot(qp->sq_head, qp->sq_size)];
 		if (!w->done) {
 			w->status = IW_WC_WR_FLUSH_ERR;
 			w->vendor_err = qp->term;
@@ -605,7 +605,7 @@ static int post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr 
 			rc = ENOMEM;
 			break;
 		}
-		struct iw_swqe *w = &qp->sq[qp->sq_tail % qp->sq_size];
+		struct iw_swqe *w = &qp->sq[iw_qp_slot(qp->sq_tail, qp->sq_size)];
 		rc = iw_swqe_fill(w, qp, wr);
 		if (rc)
 			break;

@@ -291,6 +291,14 @@ struct iw_qp {
  * queued at once, but their eventfd writes wait until the lock is released
  * (iw_evq_defer_begin): a woken application thread then finds the lock free
  * and the loop thread does not make a system call while holding it. */
+/* The slot of a free-running SQ or RQ index: their sizes are powers of two
+ * (qp.c ring_size), so a mask instead of %, whose division was on every
+ * WQE posted, sent, received and completed. */
+static inline uint32_t iw_qp_slot(uint32_t i, uint32_t size)
+{
+	return i & (size - 1);
+}
+
 static inline void iw_qp_lock(struct iw_qp *qp)
 {
 	iw_evq_defer_begin();

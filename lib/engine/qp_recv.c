@@ -149,7 +149,7 @@ uint16_t iw_qp_hold_end_locked(struct iw_qp *qp, const struct iw_ddp_seg *s)
  * and the QP ends as it would have at the message's arrival. */
 static void deliver_too_long(struct iw_qp *qp, struct iw_held *h)
 {
-	iw_rwqe_move(&qp->in.wqe, &qp->rq[qp->rq_head % qp->rq_size]);
+	iw_rwqe_move(&qp->in.wqe, &qp->rq[iw_qp_slot(qp->rq_head, qp->rq_size)]);
 	qp->rq_head++;
 	qp->in.rwqe = &qp->in.wqe.w;
 	qp->in.have_rwqe = true;
@@ -164,7 +164,7 @@ static void deliver_too_long(struct iw_qp *qp, struct iw_held *h)
 
 static void deliver_one(struct iw_qp *qp, struct iw_held *h)
 {
-	struct iw_rwqe *w = &qp->rq[qp->rq_head % qp->rq_size];
+	struct iw_rwqe *w = &qp->rq[iw_qp_slot(qp->rq_head, qp->rq_size)];
 	struct iw_wc wc = {
 		.wr_id = w->wr_id,
 		.status = IW_WC_SUCCESS,
@@ -191,7 +191,7 @@ void iw_qp_hold_deliver_locked(struct iw_qp *qp)
 	/* In ERR the hold is what a close left (qp.c, hold_at_err). */
 	while (qp->hold.head && qp->hold.head->done && qp->rq_head != qp->rq_tail) {
 		struct iw_held *h = qp->hold.head;
-		if (h->len > qp->rq[qp->rq_head % qp->rq_size].len) {
+		if (h->len > qp->rq[iw_qp_slot(qp->rq_head, qp->rq_size)].len) {
 			deliver_too_long(qp, h);
 			return;
 		}
@@ -222,7 +222,7 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 			rc = ENOMEM;
 			break;
 		}
-		rc = iw_rwqe_fill(&qp->rq[qp->rq_tail % qp->rq_size], qp->context, qp->pd, wr,
+		rc = iw_rwqe_fill(&qp->rq[iw_qp_slot(qp->rq_tail, qp->rq_size)], qp->context, qp->pd, wr,
 				  qp->cap.max_recv_sge);
 		if (rc)
 			break;

@@ -48,7 +48,7 @@ static uint16_t take_rwqe(struct iw_qp *qp)
 	} else {
 		if (qp->rq_head == qp->rq_tail)
 			return IW_TERM_DDP_U_NO_BUF;
-		iw_rwqe_move(&qp->in.wqe, &qp->rq[qp->rq_head % qp->rq_size]);
+		iw_rwqe_move(&qp->in.wqe, &qp->rq[iw_qp_slot(qp->rq_head, qp->rq_size)]);
 		qp->rq_head++;
 	}
 	qp->in.rwqe = &qp->in.wqe.w;
@@ -144,7 +144,7 @@ static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	}
 	if (qp->orq_cnt == 0)
 		return IW_TERM_RDMAP_OPCODE; /* a response nobody asked for */
-	struct iw_swqe *w = &qp->sq[qp->orq[qp->orq_head % qp->orq_size] % qp->sq_size];
+	struct iw_swqe *w = &qp->sq[iw_qp_slot(qp->orq[qp->orq_head % qp->orq_size], qp->sq_size)];
 	if (w->opcode != IW_WR_RDMA_READ)
 		return IW_TERM_RDMAP_OPCODE;
 	if (s->payload_len == 0) {
@@ -251,7 +251,7 @@ static uint16_t hdr_untagged_simple(struct iw_qp *qp, const struct iw_ddp_seg *s
 	/* Atomic response: ours must be the oldest outstanding request. */
 	if (qp->orq_cnt == 0)
 		return IW_TERM_RDMAP_OPCODE;
-	struct iw_swqe *w = &qp->sq[qp->orq[qp->orq_head % qp->orq_size] % qp->sq_size];
+	struct iw_swqe *w = &qp->sq[iw_qp_slot(qp->orq[qp->orq_head % qp->orq_size], qp->sq_size)];
 	if (w->opcode == IW_WR_RDMA_READ)
 		return IW_TERM_RDMAP_OPCODE;
 	return 0;
@@ -356,7 +356,7 @@ static void end_read_resp(struct iw_qp *qp)
 	uint32_t idx = qp->orq[qp->orq_head % qp->orq_size];
 	qp->orq_head++;
 	qp->orq_cnt--;
-	qp->sq[idx % qp->sq_size].done = true;
+	qp->sq[iw_qp_slot(idx, qp->sq_size)].done = true;
 	iw_qp_complete_sq_locked(qp);
 	orq_retired(qp);
 }
@@ -423,7 +423,7 @@ static void end_atomic_req(struct iw_qp *qp, const struct iw_ddp_seg *s)
 static void end_atomic_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	uint32_t idx = qp->orq[qp->orq_head % qp->orq_size];
-	struct iw_swqe *w = &qp->sq[idx % qp->sq_size];
+	struct iw_swqe *w = &qp->sq[iw_qp_slot(idx, qp->sq_size)];
 	uint64_t v = s->rdmap.u.atomic_resp.orig_value;
 	memcpy(w->sge_ptr[0], &v, sizeof(v));
 	qp->rx_msn[IW_QN_ATOMIC_RESP]++;
@@ -436,7 +436,7 @@ static void end_atomic_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
 
 static struct iw_swqe *orq_entry(struct iw_qp *qp, uint32_t i)
 {
-	return &qp->sq[qp->orq[(qp->orq_head + i) % qp->orq_size] % qp->sq_size];
+	return &qp->sq[iw_qp_slot(qp->orq[(qp->orq_head + i) % qp->orq_size], qp->sq_size)];
 }
 
 /* Our outstanding Read or atomic request whose DDP header the TERMINATE

@@ -317,7 +317,7 @@ static bool has_imm(const struct iw_swqe *w)
 static int emit_sq(struct iw_qp *qp)
 {
 	uint32_t idx = qp->sq_next;
-	struct iw_swqe *w = &qp->sq[idx % qp->sq_size];
+	struct iw_swqe *w = &qp->sq[iw_qp_slot(idx, qp->sq_size)];
 	int rc;
 
 	if (qp->tx_cur == IW_TX_NONE) {
@@ -393,7 +393,7 @@ static int emit_one(struct iw_qp *qp)
  * has ended (the receive side wakes the transmit side then). */
 static void inv_settle(struct iw_qp *qp)
 {
-	struct iw_swqe *w = &qp->sq[qp->inv_wait_idx % qp->sq_size];
+	struct iw_swqe *w = &qp->sq[iw_qp_slot(qp->inv_wait_idx, qp->sq_size)];
 
 	if (!iw_mem_placements_done(&qp->context->mem, w->imm_or_inv))
 		return;
@@ -467,7 +467,7 @@ static void run_marks(struct iw_qp *qp)
 	while (q->first_mark < q->num_mark && q->mark[q->first_mark].end <= q->sent) {
 		struct iw_txmark *m = &q->mark[q->first_mark++];
 		if (m->sq)
-			qp->sq[m->sq_idx % qp->sq_size].done = true;
+			qp->sq[iw_qp_slot(m->sq_idx, qp->sq_size)].done = true;
 		iw_mem_put(m->put);
 	}
 }
