@@ -28,7 +28,8 @@
 #    asking for 16 I/O queues is granted 6 (what the loops hold) and serves
 #    verified I/O on all 6; a second host whose queues would overfill a loop
 #    is refused at CM time (no resources) while the first keeps serving, and
-#    is served once it has left; --slots too small for one queue: no start;
+#    is served once it has left; a host that skips Number of Queues is
+#    refused by Connect beyond the 6; --slots too small for one queue: no start;
 #  - the raw-TCP baseline (--tcp against --tcp-server) runs the same shapes;
 #  - a file namespace keeps its data across a restart of the target (one
 #    loop), its 16 KiB writes in-capsule at the default IOCCSZ (the exit
@@ -274,6 +275,14 @@ grep -q ' errors=0 bad_data=0 ' "$TMP/hosta.out" && ! grep -q ' verified=0 ' "$T
 	bad "host A (exit $rc): $(cat "$TMP/hosta.out")"
 wait_closed 14
 perf "the refused host is served once the loops have room" -r randrw -b 4096 -d 31 -q 1 -c 500 -V
+# A host that never sends Number of Queues may still connect only the 6
+# I/O queues the loops serve, not the 8 of --queues: queue 7 is refused
+# by Connect (invalid parameters, the queue ID), not served by loop 0.
+if $TO "$HOSTILE" "$PORT" "$NQN" "$HBAD" --ungranted 6 >"$TMP/perf.out" 2>&1; then
+	ok "without Number of Queues: I/O queue 6 served, queue 7 refused by Connect"
+else
+	bad "I/O queues beyond what the loops serve, without Number of Queues"
+fi
 stop_target || bad "target exit status"
 if $TO "$TGT" -a 127.0.0.1 -p 0 --slots 256 >"$TMP/tgt.out" 2>"$TMP/tgt.err"; then
 	bad "--slots 256 with 128-entry queues accepted"

@@ -5,11 +5,14 @@
  * binding's private data, the right reject code; for a capsule too short
  * to answer, a disconnect of that queue alone).
  *
- * usage: nvmf_hostile PORT SUBNQN ALLOWED_HOSTNQN
+ * usage: nvmf_hostile PORT SUBNQN ALLOWED_HOSTNQN [--ungranted N]
  * The target listens on 127.0.0.1:PORT with a 4 MiB RAM namespace of
  * 512-octet blocks, in-capsule data 16384 (the default), max I/O 131072, 8 queues, and
  * ALLOWED_HOSTNQN in its allow-list. Prints one line per check; exits 1
- * if any failed.
+ * if any failed. With --ungranted N (a target whose loops serve N I/O
+ * queues, fewer than its --queues), only this: a host that never sends
+ * Set Features Number of Queues connects I/O queue N (served) and N + 1
+ * (refused, Connect Invalid Parameters naming the queue ID).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -384,10 +387,40 @@ static void kato_check(void)
 	nh_queue_close(&q);
 }
 
+/* No Set Features Number of Queues: the queues the loops serve are the
+ * limit still, not --queues. */
+static void ungranted_checks(uint16_t fit)
+{
+	struct nh_queue aq, q;
+	struct nvmf_cqe e;
+	uint8_t idc[NVMF_IDENTIFY_SIZE];
+	if (nh_queue_connect(&h, &aq, 0, 32, NULL, 0) || nh_ctrl_start(&h, &aq, 0, idc)) {
+		result(false, "admin queue up", NULL);
+		nh_queue_close(&aq);
+		return;
+	}
+	int rc = nh_queue_connect(&h, &q, fit, 8, NULL, 0);
+	if (!rc)
+		rc = nh_fabrics_connect(&q, h.cntlid, 0, &e);
+	expect_status("without Number of Queues: Connect of the last I/O queue the loops serve",
+		      rc < 0 ? rc : 0, &e, 0, -1);
+	struct nh_queue over;
+	rc = nh_queue_connect(&h, &over, (uint16_t)(fit + 1), 8, NULL, 0);
+	if (!rc)
+		rc = nh_fabrics_connect(&over, h.cntlid, 0, &e);
+	expect_status("without Number of Queues: Connect of one I/O queue more than the loops serve",
+		      rc < 0 ? rc : 0, &e, NVME_SC_CONNECT_INVALID_PARAM | NVME_SC_DNR,
+		      NVMF_CONNECT_OFF_QID);
+	nh_queue_close(&over);
+	nh_queue_close(&q);
+	nh_queue_close(&aq);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: nvmf_hostile PORT SUBNQN ALLOWED_HOSTNQN\n");
+	bool ungranted = argc == 6 && strcmp(argv[4], "--ungranted") == 0;
+	if (argc != 4 && !ungranted) {
+		fprintf(stderr, "usage: nvmf_hostile PORT SUBNQN ALLOWED_HOSTNQN [--ungranted N]\n");
 		return 2;
 	}
 	struct nh_opts o = {.icd_max = 16384, .timeout_ms = 3000};
@@ -398,6 +431,14 @@ int main(int argc, char **argv)
 	if (nh_open(&h, &o))
 		return 2;
 	memset(h.hostid, 0x11, 16);
+	snprintf(h.subnqn, sizeof(h.subnqn), "%s", argv[2]);
+	snprintf(h.hostnqn, sizeof(h.hostnqn), "%s", argv[3]);
+	if (ungranted) {
+		ungranted_checks((uint16_t)atoi(argv[5]));
+		nh_close(&h);
+		printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
+		return failures ? 1 : 0;
+	}
 	cm_rejects();
 	connect_checks(argv[2], argv[3]);
 	struct nh_queue aq, ioq, ioq2;

@@ -184,6 +184,8 @@ void tgt_req_status(struct tgt_req *req, uint16_t status);
 
 /* Command sets (tgt_admin.c, tgt_io.c). */
 uint16_t tgt_admin_prep(struct tgt_req *req);
+/* The I/O queues a controller may connect (Number of Queues grants no more). */
+uint16_t tgt_queues_max(const struct tgt_cfg *cfg);
 enum tgt_step tgt_admin_exec(struct tgt_req *req);
 uint16_t tgt_io_prep(struct tgt_req *req);
 void tgt_io_exec(struct tgt_req *req);

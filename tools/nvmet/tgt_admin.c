@@ -210,7 +210,7 @@ static uint16_t get_log(struct tgt_req *req)
 /* The I/O queues a controller may have: those the transport can serve
  * at the largest size (a host creates the queues it is granted, Linux's
  * nvme_set_queue_count among them, so none of them is refused later). */
-static uint32_t queues_max(const struct tgt_cfg *cfg)
+uint16_t tgt_queues_max(const struct tgt_cfg *cfg)
 {
 	return cfg->nq_fit && cfg->nq_fit < cfg->max_qid ? cfg->nq_fit : cfg->max_qid;
 }
@@ -232,7 +232,7 @@ static uint16_t set_features(struct tgt_req *req)
 		uint32_t nsq = (cdw11 & 0xffff) + 1, ncq = (cdw11 >> 16) + 1;
 		if ((cdw11 & 0xffff) == 0xffff || cdw11 >> 16 == 0xffff)
 			return DNR(NVME_SC_INVALID_FIELD);
-		uint32_t n = nsq < ncq ? nsq : ncq, max = queues_max(&c->tgt->cfg);
+		uint32_t n = nsq < ncq ? nsq : ncq, max = tgt_queues_max(&c->tgt->cfg);
 		c->nq_granted = (uint16_t)(n < max ? n : max);
 		req->cqe.result = queues_result(c->nq_granted);
 		return 0;
@@ -257,7 +257,7 @@ static uint16_t get_features(struct tgt_req *req)
 	struct tgt_ctrl *c = req->q->ctrl;
 	switch (req->cmd.cdw[10] & 0xff) {
 	case NVME_FEAT_NUM_QUEUES:
-		req->cqe.result = queues_result(c->nq_granted ? c->nq_granted : queues_max(&c->tgt->cfg));
+		req->cqe.result = queues_result(c->nq_granted ? c->nq_granted : tgt_queues_max(&c->tgt->cfg));
 		return 0;
 	case NVME_FEAT_KATO:
 		req->cqe.result = c->kato_ms;

@@ -100,7 +100,9 @@ static uint16_t connect_io(struct tgt_req *req, const struct nvmf_connect *k,
 	if (!c || c->dead || c->disc || strcmp(c->hostnqn, d->hostnqn) != 0 ||
 	    memcmp(c->hostid, d->hostid, 16) != 0)
 		return bad_param(req, true, NVMF_CD_OFF_CNTLID);
-	uint16_t limit = c->nq_granted ? c->nq_granted : req->q->tgt->cfg.max_qid;
+	/* A host that never asked Number of Queues may still have only
+	 * what the loops serve (more would overfill a loop). */
+	uint16_t limit = c->nq_granted ? c->nq_granted : tgt_queues_max(&req->q->tgt->cfg);
 	if (k->qid > limit)
 		return bad_param(req, false, NVMF_CONNECT_OFF_QID);
 	if (!(c->csts & NVME_CSTS_RDY))
