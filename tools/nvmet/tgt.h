@@ -39,7 +39,8 @@ struct tgt_ns {
 	enum tgt_ns_kind kind;
 	const char *path;
 	int fd;
-	uint8_t *ram;
+	uint8_t *ram;       /* mapped, ram_len octets */
+	uint64_t ram_len;
 	uint64_t blocks;
 	uint8_t lbads;      /* log2 block size */
 	bool direct;        /* O_DIRECT: buffers and offsets block aligned */
