@@ -1928,47 +1928,123 @@ START_TEST(test_read_resp_tx_event)
 }
 END_TEST
 
+/* A pair with ORD/IRD 32 whose end A reads 64-octet slots of a source on
+ * end B (the Read Request batching tests). */
+struct rd {
+	struct world w;
+	struct iw_qp *qp;
+	struct buf *src, *sink;
+};
+
+static void rd_new(struct rd *r, size_t nreads)
+{
+	struct cfg g = {.ord = 32, .ird = 32};
+	world_new(&r->w, &g);
+	world_start(&r->w);
+	r->qp = r->w.e[0].qp;
+	r->src = buf_new(&r->w, r->w.pd, 64, ACC_RD);
+	r->sink = buf_new(&r->w, r->w.pd, 64 * nreads, ACC_RW);
+}
+
+/* Read slot id, as WR id. */
+static void rd_post(struct rd *r, uint64_t id)
+{
+	struct iw_sge s = sge_of(r->sink, id * 64, 64);
+	ck_assert_int_eq(
+		post_rdma(r->qp, id, IW_WR_RDMA_READ, 0, &s, 1, r->src->p, r->src->mr->rkey), 0);
+}
+
+/* Everything delivered: reads 0 to nreads - 1 complete, in order. */
+static void rd_end(struct rd *r, uint64_t nreads)
+{
+	pump(&r->w);
+	for (uint64_t i = 0; i < nreads; i++)
+		expect_wc(r->w.e[0].scq, i, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	buf_free(r->src);
+	buf_free(r->sink);
+	world_free(&r->w);
+}
+
 /* Reads posted one call at a time while eight or more responses are owed
  * leave together: the posts ask the glue for no transmit (each asked for
  * its own 44-octet write before), and the response that completes next
  * asks once, for one transmit carrying all three Read Requests. */
 START_TEST(test_read_req_batch)
 {
-	struct cfg g = {.ord = 32, .ird = 32};
-	struct world w;
-	world_new(&w, &g);
-	world_start(&w);
-	struct end *A = &w.e[0];
-	struct buf *src = buf_new(&w, w.pd, 64, ACC_RD);
-	struct buf *sink = buf_new(&w, w.pd, 64 * 11, ACC_RW);
+	struct rd r;
+	rd_new(&r, 11);
 	size_t req = 0;
 	for (int i = 0; i < 11; i++) {
-		struct iw_sge s = sge_of(sink, (size_t)i * 64, 64);
-		ck_assert_int_eq(post_rdma(A->qp, (uint64_t)i, IW_WR_RDMA_READ, 0, &s, 1, src->p,
-					   src->mr->rkey),
-				 0);
-		unsigned ev = iw_qp_take_events(A->qp);
+		rd_post(&r, (uint64_t)i);
+		unsigned ev = iw_qp_take_events(r.qp);
 		if (i >= 8) {
 			ck_assert_uint_eq(ev & IW_QPE_TX, 0);
 			continue;
 		}
 		/* Fewer owed: the glue writes each at once, as before. */
 		ck_assert_uint_ne(ev & IW_QPE_TX, 0);
-		size_t n = take_tx(&w, A->qp);
+		size_t n = take_tx(&r.w, r.qp);
 		req = req ? req : n;
 		ck_assert_uint_eq(n, req);
-		feed(&w, w.e[1].qp, w.mp.stage, n);
+		feed(&r.w, r.w.e[1].qp, r.w.mp.stage, n);
 	}
-	hop(&w, 1); /* the eight responses */
-	ck_assert_uint_ne(iw_qp_take_events(A->qp) & IW_QPE_TX, 0);
-	ck_assert_uint_eq(take_tx(&w, A->qp), 3 * req);
-	feed(&w, w.e[1].qp, w.mp.stage, 3 * req);
-	pump(&w);
-	for (uint64_t i = 0; i < 11; i++)
-		expect_wc(A->scq, i, IW_WC_SUCCESS, IW_WC_RDMA_READ);
-	buf_free(src);
-	buf_free(sink);
-	world_free(&w);
+	hop(&r.w, 1); /* the eight responses */
+	ck_assert_uint_ne(iw_qp_take_events(r.qp) & IW_QPE_TX, 0);
+	ck_assert_uint_eq(take_tx(&r.w, r.qp), 3 * req);
+	feed(&r.w, r.w.e[1].qp, r.w.mp.stage, 3 * req);
+	rd_end(&r, 11);
+}
+END_TEST
+
+/* Posts ids from *id up to end; the one at ask_at (if any) is the only one
+ * that asks for a transmit. */
+static void rd_post_held(struct rd *r, uint64_t *id, uint64_t end, uint64_t ask_at)
+{
+	for (; *id < end; ++*id) {
+		rd_post(r, *id);
+		unsigned tx = iw_qp_take_events(r->qp) & IW_QPE_TX;
+		ck_assert_uint_eq(tx != 0, *id == ask_at);
+	}
+}
+
+/* Held Reads stay held while a response retires with eight or more still
+ * owed, go when fewer are owed, and a sixteenth held Read asks at once. */
+START_TEST(test_read_req_batch_bounds)
+{
+	struct rd r;
+	rd_new(&r, 36);
+	struct iw_qp *B = r.w.e[1].qp;
+	uint64_t id = 0;
+	for (; id < 10; id++) /* ten sent in one write, ten owed */
+		rd_post(&r, id);
+	size_t n = take_tx(&r.w, r.qp);
+	size_t req = n / 10;
+	feed(&r.w, B, r.w.mp.stage, n);
+	iw_qp_take_events(r.qp);
+	rd_post_held(&r, &id, 12, UINT64_MAX); /* two held */
+	/* The ten responses, one at a time: nine and eight owed keep them. */
+	n = take_tx(&r.w, B);
+	size_t resp = n / 10;
+	uint8_t stage[4096];
+	ck_assert_uint_le(n, sizeof(stage));
+	memcpy(stage, r.w.mp.stage, n);
+	for (size_t k = 0; k < 3; k++) {
+		feed(&r.w, r.qp, stage + k * resp, resp);
+		ck_assert_uint_eq((iw_qp_take_events(r.qp) & IW_QPE_TX) != 0, k == 2);
+	}
+	ck_assert_uint_eq(take_tx(&r.w, r.qp), 2 * req);
+	feed(&r.w, B, r.w.mp.stage, 2 * req);
+	feed(&r.w, r.qp, stage + 3 * resp, n - 3 * resp);
+	pump(&r.w);
+	/* Eight owed again, then sixteen posted: the sixteenth asks. */
+	for (; id < 20; id++)
+		rd_post(&r, id);
+	feed(&r.w, B, r.w.mp.stage, take_tx(&r.w, r.qp));
+	iw_qp_take_events(r.qp);
+	rd_post_held(&r, &id, 36, 35);
+	ck_assert_uint_eq(take_tx(&r.w, r.qp), 16 * req);
+	feed(&r.w, B, r.w.mp.stage, 16 * req);
+	rd_end(&r, 36);
 }
 END_TEST
 
@@ -4381,6 +4457,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_tx_event_answered);
 	tcase_add_test(tc, test_read_resp_tx_event);
 	tcase_add_test(tc, test_read_req_batch);
+	tcase_add_test(tc, test_read_req_batch_bounds);
 	tcase_add_test(tc, test_signal_outside_locks);
 	tcase_add_test(tc, test_waiter_woken);
 	tcase_add_test(tc, test_term_none);

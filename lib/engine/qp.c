@@ -563,24 +563,24 @@ static bool flushing_now(const struct iw_qp *qp)
 	return qp->state == IW_QPS_ERR && (!qp->txq || qp->txq->first == qp->txq->cnt);
 }
 
-/* Reads whose responses are owed before a newly posted Read waits for the
- * next one to complete instead of asking the glue to write now. */
+/* Reads posted one call at a time while earlier ones stream in wait and
+ * leave together instead of in a 44-octet write each (which on loopback
+ * also cost the peer's receive processing and a responder wake-up per
+ * request): held while at least IW_READ_HOLD_MIN responses are owed, so
+ * the peer still has those to send meanwhile, and until IW_READ_HOLD_BATCH
+ * are waiting. An application that keeps ORD full posts one Read per
+ * completion: those go sixteen at a time too, with the window still at
+ * least ORD - 16 deep. */
 #define IW_READ_HOLD_MIN 8
+#define IW_READ_HOLD_BATCH 16
 
-/* Only Reads were posted (from sq index from on) while at least
- * IW_READ_HOLD_MIN responses are owed: leave them unsent, as the next
- * response that completes asks for a transmit anyway (orq_retired, which
- * sees them waiting), and the Reads an application posts one call at a
- * time while its earlier ones stream in then leave in one write instead
- * of a 44-octet sendmsg each (and a responder wake-up each). The peer
- * still has the owed responses to send meanwhile, so its pipeline does
- * not run dry. */
-static bool reads_held(const struct iw_qp *qp, uint32_t from)
+bool iw_qp_reads_held_locked(const struct iw_qp *qp)
 {
-	if (qp->orq_cnt < IW_READ_HOLD_MIN)
+	uint32_t held = qp->sq_tail - qp->sq_next;
+	if (qp->orq_cnt < IW_READ_HOLD_MIN || held >= IW_READ_HOLD_BATCH)
 		return false;
-	for (uint32_t i = from; i != qp->sq_tail; i++)
-		if (qp->sq[i % qp->sq_size].opcode != IW_WR_RDMA_READ)
+	for (uint32_t i = qp->sq_next; i != qp->sq_tail; i++)
+		if (qp->sq[iw_qp_slot(i, qp->sq_size)].opcode != IW_WR_RDMA_READ)
 			return false;
 	return true;
 }
@@ -595,7 +595,6 @@ static int post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr 
 	if (!qp)
 		return EINVAL;
 	iw_qp_lock(qp);
-	uint32_t first = qp->sq_tail;
 	for (; wr; wr = wr->next) {
 		if (!sq_can_post(qp->state) || (wr->send_flags & IW_SEND_VERB_BIND) != verb) {
 			rc = EINVAL;
@@ -615,7 +614,7 @@ static int post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr 
 	 * order behind the ones already flushed (drain relies on it). */
 	if (flushing_now(qp))
 		iw_qp_flush_locked(qp);
-	else if (qp->connected && !reads_held(qp, first))
+	else if (qp->connected && !iw_qp_reads_held_locked(qp))
 		qp->events |= IW_QPE_TX;
 	bool wake = qp->wake && (qp->events & (IW_QPE_TX | IW_QPE_ERROR));
 	iw_qp_unlock(qp);

@@ -372,6 +372,11 @@ void iw_qp_sq_progress_locked(struct iw_qp *qp);
 void iw_qp_complete_sq_locked(struct iw_qp *qp);
 void iw_qp_check_drained_locked(struct iw_qp *qp);
 void iw_qp_flush_locked(struct iw_qp *qp);
+/* Every WQE not yet sent is an RDMA Read, fewer than a batch of them,
+ * while enough responses are owed that the peer has work meanwhile:
+ * neither a post nor a completing response asks the glue to write them
+ * (qp.c, IW_READ_HOLD_*). */
+bool iw_qp_reads_held_locked(const struct iw_qp *qp);
 /* The receive side only (deferred while rx_direct_busy). */
 void iw_qp_flush_rq_locked(struct iw_qp *qp);
 /* The glue is back in the engine: a direct destination is no longer in

@@ -95,10 +95,11 @@ static bool op_send(unsigned op)
 /* A Read or atomic response retired an ORQ entry. Only a WQE not yet
  * started can have waited for that (ORD or a fence): with none, raising
  * the transmit event sent the glue to build and lock again for nothing,
- * once per batch of Read Responses a poller received (issue 12). */
+ * once per batch of Read Responses a poller received (issue 12). Reads
+ * held for a batch stay held while enough responses are still owed. */
 static void orq_retired(struct iw_qp *qp)
 {
-	if (qp->sq_next != qp->sq_tail)
+	if (qp->sq_next != qp->sq_tail && !iw_qp_reads_held_locked(qp))
 		wake_tx(qp);
 }
 
