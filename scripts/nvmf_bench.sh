@@ -35,10 +35,15 @@ TPID2=$!
 PIDS="$PIDS $TPID1 $TPID2"
 "$PERF" --tcp-server -a 127.0.0.1 -p 0 >"$TMP/tcp.out" 2>&1 &
 PIDS="$PIDS $!"
-sleep 0.5
-NP1=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/tgt.out")
-NP2=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/tgt2.out")
-TP=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/tcp.out")
+port_of() { sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$1"; }
+# The targets map their RAM namespaces whole before they listen.
+i=0
+while [ $i -lt 200 ]; do
+	NP1=$(port_of "$TMP/tgt.out") NP2=$(port_of "$TMP/tgt2.out") TP=$(port_of "$TMP/tcp.out")
+	[ -n "$NP1" ] && [ -n "$NP2" ] && [ -n "$TP" ] && break
+	sleep 0.1
+	i=$((i + 1))
+done
 [ -n "$NP1" ] && [ -n "$NP2" ] && [ -n "$TP" ] || { echo "nvmf_bench: servers did not start"; exit 1; }
 HZ=$(getconf CLK_TCK)
 field() { sed -n "s/^RESULT.* $1=\([0-9.]*\).*/\1/p" "$2"; }

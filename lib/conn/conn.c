@@ -9,6 +9,9 @@
 /* Trailer of one FPDU plus the largest header of the next: after a large
  * segment, read just past the next header so its payload can go direct. */
 #define RX_LOOKAHEAD (7 + 2 + IW_FPDU_HDR_MAX)
+/* Small segments after a large one before reads between segments take
+ * the whole bounce buffer again. */
+#define RX_BIG_AFTER 4
 
 const char *iw_conn_state_str(enum iw_conn_state s)
 {
@@ -350,10 +353,20 @@ size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t
 		direct_min = c->tune.direct_min;
 	if (seg_len < direct_min) {
 		/* A small segment: one read into the bounce buffer and a copy
-		 * cost less than a system call per FPDU. */
+		 * cost less than a system call per FPDU. But shortly after a
+		 * large one (a message cut at MULPDU ends in a short segment,
+		 * and the next message is most likely large too), read no
+		 * further than the next header: else up to a bounce buffer of
+		 * the next payload would be read there and copied rather than
+		 * landing in place. */
 		*dst = NULL;
+		if (c->rx_big && *cap > seg_len + RX_LOOKAHEAD)
+			*cap = seg_len + RX_LOOKAHEAD;
+		if (seg_len && c->rx_big)
+			c->rx_big--;
 		return 0;
 	}
+	c->rx_big = RX_BIG_AFTER;
 	/* A large segment: all of what is left of its payload goes in place,
 	 * however little (a short read can leave any tail; read through the
 	 * bounce buffer it took a system call per RX_LOOKAHEAD octets), and

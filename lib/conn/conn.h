@@ -149,6 +149,10 @@ struct iw_conn {
 		uint8_t *dst;
 		uint32_t seg_len;
 	} rx_next;
+	/* Reads left, in small segments after one placed in place, that
+	 * stop at the next header (RX_BIG_AFTER from each large segment;
+	 * iw_conn_poll_plan). */
+	uint8_t rx_big;
 	bool close_abortive;
 	struct iw_conn_why why;
 };
