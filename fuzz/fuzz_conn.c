@@ -49,11 +49,6 @@ static struct {
 	struct iw_mr *mr;
 	int pd_use;     /* the PD's users with no QP: the MR */
 	uint8_t buf[BUF];
-	/* The pump's 64 KiB staging buffer, handed from input to input:
-	 * ASan's malloc and free of it (shadow unpoisoned, poisoned,
-	 * quarantined) cost every input; its old octets are never read. */
-	uint8_t *stage;
-	size_t stage_cap;
 } K;
 
 static struct {
@@ -157,8 +152,6 @@ static void keep_init(void)
 static void setup(uint8_t set)
 {
 	memset(&F, 0, sizeof(F));
-	F.mp.stage = K.stage;
-	F.mp.stage_cap = K.stage_cap;
 	keep_init();
 	/* As in a new context: QP numbers from 1, the MR's octets zero. */
 	atomic_store(&K.ctx->next_qpn, 0);
@@ -222,8 +215,7 @@ static void teardown(void)
 	}
 	CHECK(iw_destroy_qp(F.qp) == 0);
 	keep_reset();
-	K.stage = F.mp.stage;
-	K.stage_cap = F.mp.stage_cap;
+	mp_free(&F.mp);
 }
 
 static void tick(unsigned steps)
