@@ -61,6 +61,7 @@
 #include <iwarp/iwarp.h>
 
 #include "engine/cq.h" /* IW_POLL_OTHERS_EVERY, a CQ's count */
+#include "engine/qp.h"  /* test_hold_full_stops_reading: the hold count */
 #include "io/cm_int.h" /* test_poll_handback: the pause counters */
 #include "suites.h"
 
@@ -503,6 +504,9 @@ static const struct iw_qp_cap default_cap = {
 	.max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 4, .max_recv_sge = 4};
 
 /* Give id a QP: own CQs on the side's channel unless scq/rcq are given. */
+/* create_flags of the QPs conn_qp makes (test_hold_full_stops_reading). */
+static uint32_t lb_qp_flags;
+
 static void conn_qp(struct lb_conn *c, struct lb_side *s, struct iw_cm_id *id,
 		    const struct iw_qp_cap *cap, struct iw_cq *scq, struct iw_cq *rcq,
 		    struct iw_srq *srq)
@@ -526,6 +530,7 @@ static void conn_qp(struct lb_conn *c, struct lb_side *s, struct iw_cm_id *id,
 		.srq = srq,
 		.qp_type = IW_QPT_RC,
 		.cap = cap ? *cap : default_cap,
+		.create_flags = lb_qp_flags,
 	};
 	int rc = iw_cm_create_qp(id, s->pd, &qa);
 	ck_assert_msg(rc == 0, "iw_cm_create_qp: %s", strerror(rc));
@@ -1003,6 +1008,17 @@ static void runner_stop(struct lb_runner *r)
 
 static const size_t matrix_sizes[] = {0, 1, 4095, 4096, 65536, MIB};
 
+/* The end of a test with one pair and its two ends. */
+static void pair_ends_fini(struct lb_env *e, struct lb_conn *c, struct lb_conn *s,
+			   struct lb_end *ce, struct lb_end *se)
+{
+	conn_fini(c);
+	conn_fini(s);
+	end_fini(ce);
+	end_fini(se);
+	env_fini(e);
+}
+
 /* _i: bit 0 CRC, bit 1 the client asks for markers, bit 2 the server. */
 START_TEST(test_ops_matrix)
 {
@@ -1037,11 +1053,7 @@ START_TEST(test_ops_matrix)
 			for (size_t i = 0; i < sizeof(matrix_sizes) / sizeof(matrix_sizes[0]); i++)
 				xfer(d ? &se : &ce, d ? &ce : &se, (enum lb_op)op, matrix_sizes[i],
 				     (uint64_t)_i << 32 | next_id);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -1065,11 +1077,7 @@ START_TEST(test_ops_64m)
 	end_init(&se, &s, 64 * MIB, "server");
 	xfer(&ce, &se, OP_WRITE, 64 * MIB, 7);
 	xfer(&ce, &se, OP_READ, 64 * MIB, 8);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -1150,11 +1158,7 @@ START_TEST(test_solicited_notify)
 	wc_wait(c.scq, e.cli.cc, &wc, 1, "send 4");
 	ck_assert(!fd_ready(scc));
 
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -1576,11 +1580,7 @@ START_TEST(test_invalidate_refused)
 	ck_assert_int_eq(iw_get_async_event(e.cli.ctx, &ae), EAGAIN);
 	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), EAGAIN);
 
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -1656,11 +1656,7 @@ START_TEST(test_wr_at_fault)
 	wc_none(c.rcq, "client receive queue");
 	wc_none(s.rcq, "server receive queue");
 	wc_none(s.scq, "server send queue");
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -2185,11 +2181,7 @@ START_TEST(test_close_graceful_server)
 	wc_check(&wc[0], 40, IW_WC_WR_FLUSH_ERR, IW_WC_SEND, "send after the close");
 	cm_none(e.cli.cm);
 	cm_none(e.srv.cm);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -2216,11 +2208,7 @@ START_TEST(test_app_event_base)
 	struct lb_ev ev;
 	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
 	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 	runner_stop(&r);
 }
 END_TEST
@@ -2512,11 +2500,7 @@ START_TEST(test_cm_rev1)
 	end_init(&ce, &c, 64 * KIB, "client");
 	end_init(&se, &s, 64 * KIB, "server");
 	smoke(&ce, &se);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -2538,11 +2522,7 @@ START_TEST(test_cm_rtr_read)
 	end_init(&ce, &c, 64 * KIB, "client");
 	end_init(&se, &s, 64 * KIB, "server");
 	smoke(&ce, &se);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -2723,11 +2703,7 @@ START_TEST(test_cm_ird_ord)
 	end_init(&ce, &c, 64 * KIB, "client");
 	end_init(&se, &s, 64 * KIB, "server");
 	smoke(&ce, &se);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -2775,11 +2751,7 @@ START_TEST(test_cm_ord1_reads)
 	struct iw_async_event ae;
 	ck_assert_int_eq(iw_get_async_event(e.srv.ctx, &ae), EAGAIN);
 	ck_assert_int_eq(iw_get_async_event(e.cli.ctx, &ae), EAGAIN);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -3211,6 +3183,52 @@ START_TEST(test_poll_handback)
 }
 END_TEST
 
+/* A QP that holds Sends finding no receive (IW_QP_CREATE_RECV_HOLD)
+ * stops reading when its hold is full instead of ending the connection:
+ * the rest wait in the socket (TCP's window pushes back, as RNR NAKs do on
+ * InfiniBand) and complete in order as receives are posted. Before, the
+ * third Send here (the hold takes two) got the "no buffer" TERMINATE:
+ * qperf's rc_bw failed with "WR flush failure" whenever its receiver fell
+ * that far behind on a loaded machine. */
+START_TEST(test_hold_full_stops_reading)
+{
+	enum { N = 8, LEN = 64 };
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_conn_opts ho = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 2};
+	ck_assert_int_eq(iw_cm_set_conn_opts(e.listen, &ho), 0);
+	struct lb_conn c, s;
+	lb_qp_flags = IW_QP_CREATE_RECV_HOLD;
+	pair_connect(&e, NULL, &c, &s);
+	lb_qp_flags = 0;
+	struct lb_end ce, se;
+	end_init(&ce, &c, 4096, "client");
+	end_init(&se, &s, 4096, "server");
+	pat_fill(ce.data.p, N * LEN, 7);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(post_send1(c.qp, 1 + i, IW_WR_SEND, IW_SEND_SIGNALED,
+					    ce.data.p + LEN * i, LEN, ce.data.mr->lkey, 0, 0, 0),
+				 0);
+	struct iw_cm_id_int *sid = iw_cm_id_int(s.id);
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (!iw_conn_rx_starved(&sid->conn))
+		ck_assert_msg(now_ms() < dl, "the full hold did not stop the reading");
+	ck_assert_uint_eq(__atomic_load_n(&s.qp->hold.num, __ATOMIC_RELAXED), 2);
+	struct iw_wc wc;
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(post_recv1(s.qp, 100 + i, se.data.p + LEN * i, LEN,
+					    se.data.mr->lkey),
+				 0);
+		wc_wait(s.rcq, s.side->cc, &wc, 1, "a held Send");
+		wc_check(&wc, 100 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_RECV, "a held Send");
+	}
+	check_data(se.data.p, ce.data.p, N * LEN, "Sends read after the hold filled");
+	for (int i = 0; i < N; i++)
+		wc_wait(c.scq, c.side->cc, &wc, 1, "Send");
+	pair_ends_fini(&e, &c, &s, &ce, &se);
+}
+END_TEST
+
 /* Wait (no poll) until the loop either completed a receive into cq or
  * left the socket to pollers; true for the receive. */
 static bool loop_read_or_paused(struct iw_cq *cq, struct iw_cm_id_int *id)
@@ -3300,11 +3318,7 @@ START_TEST(test_poll_send_cq_no_claim)
 	wc_spin(s.rcq, &wc, 1, "Send");
 	wc_check(&wc, 22, IW_WC_SUCCESS, IW_WC_RECV, "Send");
 	wc_spin(c.scq, &wc, 1, "Send");
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -3551,11 +3565,7 @@ START_TEST(test_poll_teardown)
 	ck_assert_int_eq(atomic_load(&p.recvs), 16);
 	ck_assert_int_eq(atomic_load(&p.flushed), 16);
 	ck_assert_int_eq(atomic_load(&p.bad), 0);
-	conn_fini(&c);
-	conn_fini(&s);
-	end_fini(&ce);
-	end_fini(&se);
-	env_fini(&e);
+	pair_ends_fini(&e, &c, &s, &ce, &se);
 }
 END_TEST
 
@@ -3987,6 +3997,7 @@ Suite *suite_loopback(void)
 	tcase_add_loop_test(tc, test_cm_rtr_force, 0, 2);
 	tcase_add_test(tc, test_cm_ird_ord);
 	tcase_add_test(tc, test_cm_ord1_reads);
+	tcase_add_test(tc, test_hold_full_stops_reading);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
@@ -4049,6 +4060,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_poll_loop_paused);
 	tcase_add_test(tc, test_poll_handback);
 	tcase_add_test(tc, test_poll_busy_cq_keeps_loop_off);
+	tcase_add_test(tc, test_hold_full_stops_reading);
 	tcase_add_test(tc, test_poll_send_cq_no_claim);
 	tcase_add_test(tc, test_poll_tx_backlog);
 	tcase_add_test(tc, test_poll_visits_others);

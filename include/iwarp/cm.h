@@ -344,8 +344,10 @@ struct iw_conn_opts {
 	/* The QP's receive hold (IW_QP_CREATE_RECV_HOLD in <iwarp/verbs.h>;
 	 * without that flag these do nothing): messages held at most
 	 * (0, the default: the QP's max_recv_wr) and octets held at most
-	 * (0, the default: 64 MiB). One more, or a larger one, gets the "no
-	 * buffer" TERMINATE. */
+	 * (0, the default: 64 MiB). When the hold is full the connection
+	 * stops reading until a receive is posted (TCP's window stops the
+	 * peer); only a single message larger than the octet limit gets the
+	 * "no buffer" TERMINATE. */
 	uint32_t recv_hold_msgs;
 	uint64_t recv_hold_bytes;
 };

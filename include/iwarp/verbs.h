@@ -979,8 +979,12 @@ enum iw_qp_create_flags {
 	 * completes with IW_WC_LOC_LEN_ERR; it is found when the receive is
 	 * posted). A Send with Invalidate invalidates its STag on arrival.
 	 * Bounded per QP by iw_conn_opts recv_hold_msgs (default: max_recv_wr
-	 * messages) and recv_hold_bytes (default 64 MiB); beyond them, or
-	 * without memory, the "no buffer" TERMINATE as without the flag.
+	 * messages) and recv_hold_bytes (default 64 MiB). When the hold is
+	 * full the connection stops reading until a receive is posted: the
+	 * peer's octets wait in TCP (whose window then stops the sender), as
+	 * an InfiniBand sender waits out RNR NAKs. Nothing shows on the wire
+	 * but a full window. Only a single message larger than
+	 * recv_hold_bytes, or no memory, gets the "no buffer" TERMINATE.
 	 * The peer's Send completed when it was written, not when it was
 	 * received: so when the QP enters ERR without a TERMINATE (the
 	 * connection closed or was reset, or iw_modify_qp), the messages

@@ -32,6 +32,7 @@ void iw_conn_init(struct iw_conn *c, const struct iw_qp_link_ops *ops)
 	atomic_init(&c->tx_any, false);
 	atomic_init(&c->tx_stop, false);
 	atomic_init(&c->rx_any, false);
+	atomic_init(&c->rx_starved, false);
 	atomic_init(&c->deferred, 0);
 }
 
@@ -331,7 +332,28 @@ size_t iw_conn_rx_plan(struct iw_conn *c, uint8_t **dst, size_t *cap)
 	return data_phase(c) ? iw_conn_poll_plan(c, dst, cap, c->tune.direct_min) : 0;
 }
 
+/* What the hold leaves room for (the engine's rx_room) bounds the part
+ * read into the bounce buffer; with no direct part either, the
+ * connection is starved and reads nothing. */
+static size_t room_clamp(struct iw_conn *c, size_t d, size_t *cap)
+{
+	size_t room = c->ops->rx_room ? c->ops->rx_room(c->qp) : SIZE_MAX;
+	if (*cap > room)
+		*cap = room;
+	bool st = !d && !*cap;
+	if (st != atomic_load_explicit(&c->rx_starved, memory_order_relaxed))
+		atomic_store_explicit(&c->rx_starved, st, memory_order_relaxed);
+	return d;
+}
+
+static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min);
+
 size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min)
+{
+	return room_clamp(c, poll_plan(c, dst, cap, direct_min), cap);
+}
+
+static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min)
 {
 	*dst = NULL;
 	/* Markers every 512 octets cut a payload into spans too short to
@@ -539,9 +561,22 @@ unsigned iw_conn_io_error(struct iw_conn *c, int err)
 	}
 }
 
+/* A starved connection wants octets again once the hold has room. */
+static bool starved(const struct iw_conn *c)
+{
+	if (!atomic_load_explicit(&c->rx_starved, memory_order_relaxed))
+		return false;
+	struct iw_conn *w = (struct iw_conn *)c;
+	if (c->ops->rx_room && c->ops->rx_room(c->qp) == 0)
+		return true;
+	atomic_store_explicit(&w->rx_starved, false, memory_order_relaxed);
+	return false;
+}
+
 bool iw_conn_wants_read(const struct iw_conn *c)
 {
-	return c->state == IW_CONN_MPA_REQ || c->state == IW_CONN_MPA_WAIT || data_phase(c);
+	return c->state == IW_CONN_MPA_REQ || c->state == IW_CONN_MPA_WAIT ||
+	       (data_phase(c) && !starved(c));
 }
 
 /* ------------------------------------------------------------ transmit */

@@ -137,6 +137,7 @@ struct iw_conn {
 	uint32_t wake_ms;
 	uint32_t wake_left;
 	atomic_bool rx_any;         /* the peer sent something since the Reply */
+	atomic_bool rx_starved;     /* the last read plan offered no room (rx_room) */
 	/* Engine events a polling thread took and left to the owner (the
 	 * next iw_conn_step acts on them). */
 	atomic_uint deferred;
@@ -208,6 +209,12 @@ unsigned iw_conn_eof(struct iw_conn *c);
 unsigned iw_conn_io_error(struct iw_conn *c, int err);
 /* False while the socket should not be read (CONNREQ, closed). */
 bool iw_conn_wants_read(const struct iw_conn *c);
+/* The receive hold is full: the connection reads nothing until a receive
+ * is posted (the QP then wakes the glue, which must look again). */
+static inline bool iw_conn_rx_starved(const struct iw_conn *c)
+{
+	return atomic_load_explicit(&c->rx_starved, memory_order_relaxed);
+}
 
 /* Run to completion: a thread other than the owner receives for a
  * connection the owner saw RUNNING (the glue makes sure only one thread

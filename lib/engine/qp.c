@@ -66,6 +66,7 @@ void iw_qp_hold_free_locked(struct iw_qp *qp)
 		iw_qp_held_free_locked(qp, h);
 	}
 	qp->hold.tail = NULL;
+	qp->hold.assembling = false;
 }
 
 /* The QP is in ERR. Held messages were never completions: nothing to

@@ -18,6 +18,7 @@
 #define IW_QP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -278,6 +279,10 @@ struct iw_qp {
 		struct iw_held *head, *tail;
 		uint32_t num, max_num;
 		uint64_t bytes, max_bytes;
+		bool assembling;       /* tail is a message still arriving */
+		/* The receiving thread found no room and stopped reading
+		 * (iw_qp_rx_room): the next receive posted wakes the glue. */
+		atomic_bool starved;
 	} hold;
 
 	/* error */
@@ -407,6 +412,11 @@ static inline bool iw_qp_holding(const struct iw_qp *qp)
 }
 /* Whether the QP may hold a message that finds no receive. */
 bool iw_qp_hold_on(const struct iw_qp *qp);
+/* How many octets the receiving thread may read now without what they
+ * bring overrunning the hold's limits (SIZE_MAX without a hold): reading
+ * stops instead, and TCP's window pushes back on the sender as an RNR NAK
+ * would (qp_recv.c). No lock: only the receiving thread adds to the hold. */
+size_t iw_qp_rx_room(struct iw_qp *qp);
 /* The header of a segment of a held message (a new one, or the one being
  * held): room for its payload, in.dst and in.held set. 0 or the TERMINATE
  * (no buffer beyond the limits or without memory). */

@@ -25,6 +25,7 @@ static void link_set_err(struct iw_qp *qp)
 const struct iw_qp_link_ops iw_qp_link_ops = {
 	.start = iw_qp_start,
 	.rx_direct = iw_qp_rx_direct_hint,
+	.rx_room = iw_qp_rx_room,
 	.rx_batch = iw_qp_rx_batch,
 	.poll = link_poll,
 	.tx_iov = iw_qp_tx_iov,

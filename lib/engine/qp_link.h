@@ -74,6 +74,10 @@ struct iw_qp_link_ops {
 	 * directly (0: none); *seg_len is the payload length of the segment
 	 * being received (a hint that the next one may be as large). */
 	size_t (*rx_direct)(struct iw_qp *qp, uint8_t **dst, uint32_t *seg_len);
+	/* Octets beyond the direct offer the connection may read now (no
+	 * lock; SIZE_MAX: any). 0 stops reading until the QP wakes the glue
+	 * (a receive posted): the receive hold is full. NULL: any. */
+	size_t (*rx_room)(struct iw_qp *qp);
 	/* 0, or a negative errno when `placed` does not fit the offer. */
 	int (*rx_batch)(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st);
 	void (*poll)(struct iw_qp *qp, struct iw_qp_status *st);

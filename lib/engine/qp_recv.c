@@ -25,6 +25,7 @@
  * room, no memory: the "no buffer" TERMINATE the RFC gives without hold.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -38,6 +39,52 @@
 bool iw_qp_hold_on(const struct iw_qp *qp)
 {
 	return (qp->create_flags & IW_QP_CREATE_RECV_HOLD) && !qp->srq;
+}
+
+/* The fewest octets a message costs the stream (a zero-length Send: MPA
+ * length, DDP/RDMAP header, CRC), and the most payload one segment's
+ * header may ask the hold for (ULPDU_Length is 16 bits). */
+#define HOLD_FPDU_MIN 24u
+#define HOLD_SEG_MAX 65536u
+
+#define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* Messages that may still arrive: the hold's free places (none while a
+ * new segment header could ask for more octets than are left, unless a
+ * message is being assembled: it must be able to finish, and its own
+ * growth ends it if too long), plus the receives posted (each takes one,
+ * held or not). */
+static uint64_t room_msgs(const struct iw_qp *qp)
+{
+	uint64_t max = PEEK(qp->hold.max_num), num = PEEK(qp->hold.num);
+	uint64_t mb = PEEK(qp->hold.max_bytes), b = PEEK(qp->hold.bytes);
+	uint64_t free_msgs = max > num ? max - num : 0;
+	if (!PEEK(qp->hold.assembling) && (b > mb || mb - b < HOLD_SEG_MAX))
+		free_msgs = 0;
+	return free_msgs + (uint32_t)(PEEK(qp->rq_tail) - PEEK(qp->rq_head));
+}
+
+static size_t room_octets(const struct iw_qp *qp)
+{
+	uint64_t m = room_msgs(qp);
+	return m > SIZE_MAX / HOLD_FPDU_MIN ? SIZE_MAX : (size_t)(m * HOLD_FPDU_MIN);
+}
+
+/* Starved: say so before looking again, as iw_post_recv adds room
+ * before it looks at the flag, so that one of the two sees the other. */
+size_t iw_qp_rx_room(struct iw_qp *qp)
+{
+	if (!iw_qp_hold_on(qp))
+		return SIZE_MAX;
+	size_t r = room_octets(qp);
+	if (r)
+		return r;
+	atomic_store(&qp->hold.starved, true);
+	atomic_thread_fence(memory_order_seq_cst);
+	r = room_octets(qp);
+	if (r)
+		atomic_store(&qp->hold.starved, false);
+	return r;
 }
 
 /* A new held message at the tail, or "no buffer". */
@@ -55,6 +102,7 @@ static uint16_t held_new(struct iw_qp *qp, unsigned op, struct iw_held **out)
 		qp->hold.head = h;
 	qp->hold.tail = h;
 	qp->hold.num++;
+	qp->hold.assembling = true;
 	*out = h;
 	return 0;
 }
@@ -124,6 +172,7 @@ static uint16_t held_finish(struct iw_qp *qp, struct iw_held *h, const struct iw
 		h->inv = s->ddp.inv_stag;
 	}
 	h->done = true;
+	qp->hold.assembling = false;
 	return 0;
 }
 
@@ -238,6 +287,11 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 	 * the glue sends the TERMINATE. */
 	bool wake = qp->wake && (qp->events & IW_QPE_ERROR);
 	iw_qp_unlock(qp);
+	/* The receiving thread stopped for want of room: read again. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&qp->hold.starved, memory_order_relaxed) &&
+	    atomic_exchange(&qp->hold.starved, false))
+		wake = qp->wake != NULL;
 	if (wake)
 		qp->wake(qp);
 	if (rc && bad_wr)

@@ -370,9 +370,11 @@ void iw_cm_conn_tx(struct iw_cm_id_int *id)
 		iw_cm_want_work(id);
 		return;
 	}
-	/* An error or a QP in ERR (close): the loop thread acts on it. */
+	/* An error or a QP in ERR (close), or a receive posted for a
+	 * starved connection: the loop thread acts on it (and reads again). */
 	int rc = tx_drive(id, &ev);
-	if ((rc && rc != 1) || ev || iw_conn_wants_loop(&id->conn))
+	if ((rc && rc != 1) || ev || iw_conn_wants_loop(&id->conn) ||
+	    iw_conn_rx_starved(&id->conn))
 		iw_cm_want_work(id);
 	else if (rc == 1)
 		tx_full_kick(id);
@@ -633,6 +635,12 @@ static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_
 	size_t d = b->poller ? iw_conn_poll_plan(&id->conn, &dst, &cap, IW_POLL_DIRECT_MIN)
 			     : iw_conn_rx_plan(&id->conn, &dst, &cap);
 	ssize_t n;
+	if (!d && !cap) {
+		/* The receive hold is full: the octets wait in the socket
+		 * (and TCP's window fills) until a receive is posted. */
+		*out_n = -1;
+		return 0;
+	}
 	if (d) {
 		struct iovec iov[2] = {{dst, d}, {bounce, cap}};
 		n = readv(id->fd, iov, 2);
