@@ -108,6 +108,9 @@ pair() {
 	SPID=
 	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
 		bad "$name: client exited $crc, server $src"
+		# What each said: the reason of a rare failure is in it.
+		tail -n 15 "$TMP/client.out" | sed 's/^/  client: /'
+		tail -n 15 "$TMP/server.out" | sed 's/^/  server: /'
 	elif ! rows_nonzero "$TMP/client.out" "$want"; then
 		bad "$name: client table has not $want non-zero rows"
 	elif [ "${SROWS:-1}" -gt 0 ] && ! rows_nonzero "$TMP/server.out" "${SROWS:-1}"; then
