@@ -117,11 +117,10 @@ bool iw_qp_rx_feeds(const struct iw_qp *qp, const struct iw_cq *cq)
 
 static bool cq_polled(const struct iw_qp *qp, const struct iw_cq *cq, unsigned *seen)
 {
-	struct iw_cq *c = (struct iw_cq *)cq;
-	unsigned now = atomic_load(&c->polls);
+	unsigned now = atomic_load(&cq->polls);
 	bool changed = now != *seen;
 	*seen = now;
-	return changed && now != atomic_load(&c->arm_polls) && iw_qp_rx_feeds(qp, cq);
+	return changed && now != atomic_load(&cq->arm_polls) && iw_qp_rx_feeds(qp, cq);
 }
 
 bool iw_qp_feed_polled(const struct iw_qp *qp, unsigned seen[2])

@@ -87,6 +87,15 @@ size_t iw_qp_rx_room(struct iw_qp *qp)
 	return r;
 }
 
+/* iw_post_recv's side of the starved flag: room was added (under the
+ * lock just released) before the flag is looked at. */
+static bool hold_unstarve(struct iw_qp *qp)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(&qp->hold.starved, memory_order_relaxed) &&
+	       atomic_exchange(&qp->hold.starved, false);
+}
+
 /* A new held message at the tail, or "no buffer". */
 static uint16_t held_new(struct iw_qp *qp, unsigned op, struct iw_held **out)
 {
@@ -287,10 +296,10 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 	 * the glue sends the TERMINATE. */
 	bool wake = qp->wake && (qp->events & IW_QPE_ERROR);
 	iw_qp_unlock(qp);
-	/* The receiving thread stopped for want of room: read again. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&qp->hold.starved, memory_order_relaxed) &&
-	    atomic_exchange(&qp->hold.starved, false))
+	/* The receiving thread stopped for want of room: read again. Only a
+	 * QP with a hold can starve, and the fence is not free on the
+	 * latency path of every other post. */
+	if (iw_qp_hold_on(qp) && hold_unstarve(qp))
 		wake = qp->wake != NULL;
 	if (wake)
 		qp->wake(qp);
