@@ -139,11 +139,15 @@ echo "conform: an intermittent quirk that did not show passes: ok"
 # A case may list several signatures (a race in the peer ends one way or
 # another): any of them is DEVIATES. A server that refuses markers makes
 # 1.10 fail as "rejected", the second of the two listed.
+# The second line's evidence is longer than any buffer: read whole, not
+# cut into a second line that is then misread.
 start_server refuse --refuse-markers
-printf '1.10 closed | first\n1.10 rejected | second\n' >"$TMP/dev3.txt"
+long=$(printf '%0600d' 0 | tr 0 e)
+printf '1.10 closed | first\n1.10 rejected | second %s\n' "$long" >"$TMP/dev3.txt"
 $TO "$CONFORM" --only 1.10 --deviations "$TMP/dev3.txt" --json "$TMP/d3.json" 127.0.0.1 "$PORT" \
 	>"$TMP/dev3.out" 2>&1 || fail "the second of two listed signatures did not make 1.10 DEVIATE"
 grep -q '"result": *"DEVIATES"' "$TMP/d3.json" || fail "1.10 is not DEVIATES with two signatures listed"
+grep -q 'expected "ID OBSERVED' "$TMP/dev3.out" && fail "a long deviations line was cut and misread"
 stop_server
 echo "conform: the second of two listed signatures deviates: ok"
 

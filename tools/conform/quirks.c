@@ -51,14 +51,15 @@ static int parse_line(char *line, struct cf_quirk *q)
 int cf_quirks_load(const char *path, struct cf_quirk **out, size_t *n)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
+	char *line = NULL; /* a whole line however long: the evidence runs long */
+	size_t cap = 0;
 	unsigned lineno = 0;
 
 	*out = NULL;
 	*n = 0;
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
+	while (getline(&line, &cap, f) >= 0) {
 		struct cf_quirk q, *p;
 		int rc = parse_line(line, &q);
 
@@ -72,6 +73,7 @@ int cf_quirks_load(const char *path, struct cf_quirk **out, size_t *n)
 		*out = p;
 		p[(*n)++] = q;
 	}
+	free(line);
 	fclose(f);
 	return 0;
 }
