@@ -12,6 +12,13 @@
 /* Small segments after a large one before reads between segments take
  * the whole bounce buffer again. */
 #define RX_BIG_AFTER 4
+/* Segments up to this long that find the socket backed up are read many
+ * per call into the bounce buffer and copied, rather than one system call
+ * each in place: a copy of a few KiB costs less than a readv, and a
+ * receiver that falls behind takes the whole backlog in a few reads
+ * (as a plain TCP reader with a buffer of the same size does). With
+ * nothing queued behind them they still land in place. */
+#define RX_BULK_SEG 8192u
 
 const char *iw_conn_state_str(enum iw_conn_state s)
 {
@@ -343,6 +350,7 @@ static size_t room_clamp(struct iw_conn *c, size_t d, size_t *cap)
 	bool st = !d && !*cap;
 	if (st != atomic_load_explicit(&c->rx_starved, memory_order_relaxed))
 		atomic_store_explicit(&c->rx_starved, st, memory_order_relaxed);
+	c->rx_planned = d + *cap;
 	return d;
 }
 
@@ -373,6 +381,10 @@ static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t 
 	}
 	if (direct_min < c->tune.direct_min)
 		direct_min = c->tune.direct_min;
+	if (c->rx_backlog && seg_len <= RX_BULK_SEG && seg_len >= direct_min) {
+		*dst = NULL;
+		return 0;
+	}
 	if (seg_len < direct_min) {
 		/* A small segment: one read into the bounce buffer and a copy
 		 * cost less than a system call per FPDU. But shortly after a
@@ -405,6 +417,8 @@ static void rx_batch(struct iw_conn *c, size_t placed, const uint8_t *in, size_t
 		     struct iw_qp_status *st)
 {
 	atomic_store_explicit(&c->rx_any, true, memory_order_relaxed);
+	c->rx_backlog = c->rx_planned && placed + len >= c->rx_planned;
+	c->rx_planned = 0;
 	struct iw_qp_rx_batch b = {.placed = placed, .in = in, .len = len};
 	c->ops->rx_batch(c->qp, &b, st);
 	c->rx_next.valid = true;

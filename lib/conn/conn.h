@@ -154,6 +154,11 @@ struct iw_conn {
 	 * stop at the next header (RX_BIG_AFTER from each large segment;
 	 * iw_conn_poll_plan). */
 	uint8_t rx_big;
+	/* The octets the last read plan offered (0: no plan), and whether
+	 * the read after it took them all: the socket then most likely holds
+	 * more, and small segments are read many per call (RX_BULK_SEG). */
+	size_t rx_planned;
+	bool rx_backlog;
 	bool close_abortive;
 	struct iw_conn_why why;
 };
