@@ -585,13 +585,81 @@ START_TEST(t_flat_matches_encode)
 		}
 	}
 	struct iw_fpdu_tx m;
-	iw_fpdu_tx_init(&m, true, true, 0);
 	struct iovec one = {payload, 10};
-	ck_assert_uint_eq(iw_fpdu_encode_flat(&m, flat, sizeof(flat), hdr, 18, &one, 1), 0);
-	ck_assert_uint_eq(m.stream_off, 0);
 	iw_fpdu_tx_init(&m, true, false, 0);
 	ck_assert_uint_eq(iw_fpdu_encode_flat(&m, flat, sizeof(flat), hdr, 13, &one, 1), 0);
 	ck_assert_uint_eq(m.stream_off, 0);
+}
+END_TEST
+
+/* One FPDU framed flat and gathered from the same sender state: the same
+ * octets and the same stream offset after it; with one octet less room
+ * the flat path declines and leaves the sender as it was. */
+static void flat_vs_gathered(uint32_t off, bool crc, const uint8_t *hdr, size_t hl,
+			     const struct iovec *pay, int cnt)
+{
+	static uint8_t flat[3000], gathered[3000];
+	struct iw_fpdu_tx a, b, c;
+	iw_fpdu_tx_init(&a, crc, true, off);
+	b = c = a;
+	out_reset(IW_FPDU_IOV_NEED(3, IW_FPDU_MARKERS_MAX));
+	REQUIRE(iw_fpdu_encode(&a, &out, hdr, hl, pay, cnt) == 0);
+	size_t n = flatten(&out, gathered, sizeof(gathered));
+	REQUIRE(iw_fpdu_encode_flat(&c, flat, n - 1, hdr, hl, pay, cnt) == 0);
+	REQUIRE(c.stream_off == off);
+	memset(flat, 0xA5, sizeof(flat));
+	REQUIRE(iw_fpdu_encode_flat(&b, flat, sizeof(flat), hdr, hl, pay, cnt) == n);
+	REQUIRE(memcmp(flat, gathered, n) == 0);
+	REQUIRE(b.stream_off == a.stream_off);
+}
+
+/* Markers on (the stage of a QP with markers frames FPDUs this way): at
+ * every stream phase an FPDU may start at, with payloads that put a marker
+ * on every octet of the length, header, payload, pad and CRC field (one
+ * and more markers per FPDU, payload in three pieces), CRC on and off:
+ * the octets iw_fpdu_encode gathers. */
+START_TEST(t_flat_markers_every_phase)
+{
+	static uint8_t payload[2100], hdr[IW_FPDU_HDR_MAX];
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 13 + 1);
+	for (size_t i = 0; i < sizeof(hdr); i++)
+		hdr[i] = (uint8_t)(0x61 + i);
+	const size_t lens[] = {0, 1, 2, 3, 5, 60, 489, 490, 491, 492, 493, 494, 495, 496, 497,
+			       498, 499, 500, 507, 508, 509, 1000, 1016, 2083};
+	for (uint32_t phase = 0; phase < IW_MPA_MARKER_INTERVAL; phase++) {
+		/* Octets 1..3 of a marker: no FPDU starts there. */
+		if (phase >= 1 && phase < IW_MPA_MARKER_LEN)
+			continue;
+		for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+			size_t pl = lens[li], hl = li & 1 ? IW_DDP_TAGGED_HDR_LEN : 18;
+			struct iovec pay[3] = {{payload, pl / 2}, {payload + pl / 2, 0},
+					       {payload + pl / 2, pl - pl / 2}};
+			flat_vs_gathered(0x7FFFFE00u + phase, (phase + li) & 1, hdr, hl, pay, 3);
+		}
+	}
+}
+END_TEST
+
+/* The refusals of iw_fpdu_encode hold for the flat path too: inside a
+ * marker, an FPDUPTR past 16 bits; the sender stays untouched. */
+START_TEST(t_flat_markers_refusals)
+{
+	static uint8_t payload[65536], hdr[IW_FPDU_HDR_MAX], flat[70000];
+	struct iw_fpdu_tx m;
+	struct iovec one = {payload, 10};
+	iw_fpdu_tx_init(&m, true, true, 2);
+	ck_assert_uint_eq(iw_fpdu_encode_flat(&m, flat, sizeof(flat), hdr, 18, &one, 1), 0);
+	ck_assert_uint_eq(m.stream_off, 2);
+	/* Largest ULPDU from just after a marker: the last marker lies more
+	 * than 65535 octets past the FPDU's start. */
+	struct iovec big = {payload, IW_MPA_ULPDU_MAX - 18};
+	iw_fpdu_tx_init(&m, true, true, 4);
+	ck_assert_uint_eq(iw_fpdu_encode_flat(&m, flat, sizeof(flat), hdr, 18, &big, 1), 0);
+	ck_assert_uint_eq(m.stream_off, 4);
+	struct iw_fpdu_tx g = m;
+	out_reset(IW_FPDU_IOV_NEED(1, IW_FPDU_MARKERS_MAX));
+	ck_assert_int_eq(iw_fpdu_encode(&g, &out, hdr, 18, &big, 1), -EMSGSIZE);
 }
 END_TEST
 
@@ -617,6 +685,8 @@ Suite *suite_mpa_tx(void)
 	tcase_add_test(tc, t_stream_of_fpdus);
 	tcase_add_loop_test(tc, t_flat_vectors, 0, NUM_VECS);
 	tcase_add_test(tc, t_flat_matches_encode);
+	tcase_add_test(tc, t_flat_markers_every_phase);
+	tcase_add_test(tc, t_flat_markers_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -137,6 +137,9 @@ struct iw_irqe {
 #define IW_TXQ_RESERVE_HDR 256
 /* An FPDU this small is copied whole into hdr (qp_txq.c). */
 #define IW_TXQ_COPY_MAX 256
+/* With markers on, larger FPDUs are framed whole into a staging area of
+ * this size (qp_txq.c), one iovec for many of them. */
+#define IW_TXQ_STAGE (256 * 1024)
 
 /* Outbound FPDUs gathered for writev. Held only while the QP has octets
  * to write (qp_txq.c: drained queues go to the context's spare slot).
@@ -158,6 +161,10 @@ struct iw_txq {
 	} mark[IW_TXQ_IOV];
 	int num_mark, first_mark;
 	uint64_t queued, sent;   /* octets */
+	/* Markers on: FPDUs framed in place (NULL until a QP with markers
+	 * transmits, or when out of memory: then they are gathered). */
+	uint8_t *stage;
+	size_t stage_used;
 };
 
 struct iw_srq;

@@ -22,8 +22,26 @@
 void iw_txq_reset(struct iw_txq *q)
 {
 	q->cnt = q->first = q->num_mark = q->first_mark = 0;
-	q->hdr_used = 0;
+	q->hdr_used = q->stage_used = 0;
 	q->queued = q->sent = 0;
+}
+
+static void txq_free(struct iw_context *ctx, struct iw_txq *q)
+{
+	if (q)
+		iw_free(ctx->alloc, q->stage);
+	iw_free(ctx->alloc, q);
+}
+
+/* Markers cut a payload every 508 octets: gathered, each cut costs two
+ * iovecs (built, CRC'd one call each, walked by the kernel) and a batch
+ * holds under two 64 KiB FPDUs. Framed whole into the stage, an FPDU costs
+ * one copy and one CRC call, and consecutive ones share an iovec. Without
+ * the stage (no memory) they are gathered as before. */
+static void txq_stage_get(struct iw_qp *qp, struct iw_txq *q)
+{
+	if (qp->ftx.markers && !q->stage)
+		q->stage = iw_malloc(qp->context->alloc, IW_TXQ_STAGE);
 }
 
 /* The queue is allocated when the QP transmits and let go as soon as it
@@ -37,10 +55,15 @@ struct iw_txq *iw_txq_get(struct iw_qp *qp)
 	if (!qp->txq) {
 		qp->txq = atomic_exchange_explicit(&qp->context->txq_spare, NULL,
 						   memory_order_acquire);
-		if (!qp->txq)
+		if (!qp->txq) {
 			qp->txq = iw_malloc(qp->context->alloc, sizeof(*qp->txq));
-		if (qp->txq)
+			if (qp->txq)
+				qp->txq->stage = NULL;
+		}
+		if (qp->txq) {
 			iw_txq_reset(qp->txq);
+			txq_stage_get(qp, qp->txq);
+		}
 	}
 	return qp->txq;
 }
@@ -52,12 +75,12 @@ void iw_txq_put(struct iw_qp *qp)
 	if (q && !atomic_compare_exchange_strong_explicit(&qp->context->txq_spare, &none, q,
 							  memory_order_release,
 							  memory_order_relaxed))
-		iw_free(qp->context->alloc, q);
+		txq_free(qp->context, q);
 }
 
 void iw_txq_spare_free(struct iw_context *ctx)
 {
-	iw_free(ctx->alloc, atomic_exchange(&ctx->txq_spare, NULL));
+	txq_free(ctx, atomic_exchange(&ctx->txq_spare, NULL));
 }
 
 bool iw_txq_empty(const struct iw_txq *q)
@@ -65,10 +88,29 @@ bool iw_txq_empty(const struct iw_txq *q)
 	return !q || q->first == q->cnt;
 }
 
+/* Octets an FPDU of ulpdu octets may take on the wire with markers: length,
+ * pad, CRC and a marker per 508 octets and one more on either end. */
+static size_t stage_need(size_t ulpdu)
+{
+	return 2 + ulpdu + 3 + IW_MPA_CRC_LEN +
+	       IW_MPA_MARKER_LEN * ((ulpdu + 9) / IW_MARKER_GAP + 2);
+}
+
+/* A larger FPDU of a QP with markers goes to the stage (txq_fpdu_staged). */
+static bool staged(const struct iw_qp *qp, size_t ulpdu)
+{
+	return qp->ftx.markers && qp->txq->stage && ulpdu > IW_TXQ_COPY_MAX;
+}
+
 /* Worst case of one FPDU of ulpdu octets with n payload pieces (a small
- * one is copied whole: see iw_txq_fpdu). */
+ * one is copied whole, a staged one is one iovec: see iw_txq_fpdu). */
 static void fpdu_need(const struct iw_qp *qp, size_t ulpdu, int n, int *iov, size_t *hdr)
 {
+	if (staged(qp, ulpdu)) {
+		*iov = 1;
+		*hdr = 0;
+		return;
+	}
 	int markers = qp->ftx.markers ? (int)((ulpdu + 7) / IW_MARKER_GAP) + 2 : 0;
 	*iov = n + 3 + 2 * markers;
 	*hdr = 2 + IW_FPDU_HDR_MAX + 7 + (size_t)markers * IW_MPA_MARKER_LEN;
@@ -86,16 +128,17 @@ bool iw_txq_room(const struct iw_qp *qp, size_t ulpdu, int n, bool reserve)
 		need_iov += IW_TXQ_RESERVE_IOV;
 		need_hdr += IW_TXQ_RESERVE_HDR;
 	}
+	if (staged(qp, ulpdu) && q->stage_used + stage_need(ulpdu) > IW_TXQ_STAGE)
+		return false;
 	return q->cnt + need_iov <= IW_TXQ_IOV && q->hdr_used + need_hdr <= IW_TXQ_HDR &&
 	       q->num_mark < IW_TXQ_IOV;
 }
 
-/* n octets were just written at the end of the header area: queue them,
- * merged with the previous piece when that one ends where they start. */
-static void txq_take_hdr(struct iw_txq *q, size_t n)
+/* n octets were just written at dst (in the header area or the stage):
+ * queue them, merged with the previous piece when that one ends where
+ * they start. */
+static void txq_take(struct iw_txq *q, uint8_t *dst, size_t n)
 {
-	uint8_t *dst = q->hdr + q->hdr_used;
-	q->hdr_used += n;
 	struct iovec *last = q->cnt > q->first ? &q->iov[q->cnt - 1] : NULL;
 	if (last && (uint8_t *)last->iov_base + last->iov_len == dst) {
 		last->iov_len += n;
@@ -104,6 +147,13 @@ static void txq_take_hdr(struct iw_txq *q, size_t n)
 	q->iov[q->cnt].iov_base = dst;
 	q->iov[q->cnt].iov_len = n;
 	q->cnt++;
+}
+
+static void txq_take_hdr(struct iw_txq *q, size_t n)
+{
+	uint8_t *dst = q->hdr + q->hdr_used;
+	q->hdr_used += n;
+	txq_take(q, dst, n);
 }
 
 /* Append one iovec; octets inside the encoder's scratch (or all of them,
@@ -137,33 +187,69 @@ static void corrupt_crc(struct iw_fpdu_out *out)
 		out->tail[pad + i] ^= 0xFF;
 }
 
-/* A small FPDU without markers is framed straight into the header area,
- * where the copy in iw_txq_fpdu would put it: no iovec layout, one CRC
- * call (iw_fpdu_encode_flat). false: frame it the general way. */
+/* IW_FAULT_TX_CRC in an FPDU framed flat, of n octets ending at stream
+ * offset end: the field is its last 4 octets that are no marker's. */
+static void corrupt_flat_crc(const struct iw_qp *qp, uint8_t *fpdu, size_t n, uint32_t end)
+{
+	unsigned left = IW_MPA_CRC_LEN;
+	for (size_t i = n; i-- > 0 && left;) {
+		uint32_t off = end - (uint32_t)(n - i);
+		if (qp->ftx.markers && (off & IW_MARKER_MASK) < IW_MPA_MARKER_LEN)
+			continue;
+		fpdu[i] ^= 0xFF;
+		left--;
+	}
+}
+
+/* Frame one FPDU whole at dst (cap octets of room): n octets, or 0 when
+ * it does not fit there (iw_fpdu_encode_flat). */
+static size_t txq_flat_at(struct iw_qp *qp, uint8_t *dst, size_t cap, const uint8_t *hdr,
+			  size_t hdr_len, const struct iovec *pay, int pay_cnt)
+{
+	size_t n = iw_fpdu_encode_flat(&qp->ftx, dst, cap, hdr, hdr_len, pay, pay_cnt);
+	if (n && qp->fault_crc_nth && --qp->fault_crc_nth == 0)
+		corrupt_flat_crc(qp, dst, n, qp->ftx.stream_off);
+	qp->txq->queued += n;
+	return n;
+}
+
+/* A small FPDU is framed straight into the header area, where the copy in
+ * iw_txq_fpdu would put it: no iovec layout, one CRC call. false: frame it
+ * another way. */
 static bool txq_fpdu_flat(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
 			  const struct iovec *pay, int pay_cnt)
 {
 	struct iw_txq *q = qp->txq;
 	size_t room = IW_TXQ_HDR - q->hdr_used;
-	uint8_t *dst = q->hdr + q->hdr_used;
-	size_t n = iw_fpdu_encode_flat(&qp->ftx, dst, room < IW_TXQ_COPY_MAX ? room : IW_TXQ_COPY_MAX,
-				       hdr, hdr_len, pay, pay_cnt);
-	if (!n)
+	size_t n = txq_flat_at(qp, q->hdr + q->hdr_used,
+			       room < IW_TXQ_COPY_MAX ? room : IW_TXQ_COPY_MAX, hdr, hdr_len, pay,
+			       pay_cnt);
+	if (n)
+		txq_take_hdr(q, n);
+	return n > 0;
+}
+
+/* Markers on: a larger FPDU is framed whole into the stage (txq_stage_get). */
+static bool txq_fpdu_staged(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
+			    const struct iovec *pay, int pay_cnt)
+{
+	struct iw_txq *q = qp->txq;
+	if (!q->stage || !qp->ftx.markers)
 		return false;
-	/* IW_FAULT_TX_CRC, as corrupt_crc: the field is the last 4 octets. */
-	if (qp->fault_crc_nth && --qp->fault_crc_nth == 0)
-		for (unsigned i = 0; i < IW_MPA_CRC_LEN; i++)
-			dst[n - IW_MPA_CRC_LEN + i] ^= 0xFF;
-	txq_take_hdr(q, n);
-	q->queued += n;
-	return true;
+	uint8_t *dst = q->stage + q->stage_used;
+	size_t n = txq_flat_at(qp, dst, IW_TXQ_STAGE - q->stage_used, hdr, hdr_len, pay, pay_cnt);
+	q->stage_used += n;
+	if (n)
+		txq_take(q, dst, n);
+	return n > 0;
 }
 
 /* Frame one FPDU into the transmit queue (room already checked). */
 int iw_txq_fpdu(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
 		    const struct iovec *pay, int pay_cnt)
 {
-	if (txq_fpdu_flat(qp, hdr, hdr_len, pay, pay_cnt))
+	if (txq_fpdu_flat(qp, hdr, hdr_len, pay, pay_cnt) ||
+	    txq_fpdu_staged(qp, hdr, hdr_len, pay, pay_cnt))
 		return 0;
 	struct iw_txq *q = qp->txq;
 	struct iw_fpdu_out out;

@@ -31,13 +31,13 @@ static inline uint32_t iw_mpa_to_marker(uint32_t off)
  * octet cannot point back at it. */
 #define IW_FPDUPTR_MAX 0xFFFFu
 
-/* iw_fpdu_encode for a small FPDU, the whole of it written at dst (cap
- * octets of room): the length, hdr, the payload copied, pad and CRC, with
- * the CRC computed in one call over those contiguous octets. The octets
- * are the ones iw_fpdu_encode gathers. Returns the wire length, and
+/* iw_fpdu_encode with the whole FPDU written at dst (cap octets of room):
+ * the length, hdr, the payload copied, markers where due, pad and CRC,
+ * with the CRC computed in one call over those contiguous octets. The
+ * octets are the ones iw_fpdu_encode gathers. Returns the wire length, and
  * advances tx->stream_off by it, or 0 with tx untouched when this path
- * does not apply (markers on, more than cap octets, an argument
- * iw_fpdu_encode refuses): the caller uses iw_fpdu_encode. */
+ * does not apply (more than cap octets, an argument iw_fpdu_encode
+ * refuses): the caller uses iw_fpdu_encode. */
 size_t iw_fpdu_encode_flat(struct iw_fpdu_tx *tx, uint8_t *dst, size_t cap, const uint8_t *hdr,
 			   size_t hdr_len, const struct iovec *payload, int payload_cnt);
 
