@@ -28,6 +28,7 @@
 #include "engine/qp.h"
 #include "engine/srq.h"
 #include "engine/wr.h"
+#include "wire/mpa_rx.h"
 #include "wire/opcode.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -608,7 +609,9 @@ static size_t rx_locked(struct iw_qp *qp, const uint8_t *in, size_t len)
 	while (total < len && rx_live(qp)) {
 		struct iw_rx_event ev;
 		size_t used = 0;
-		int rc = iw_fpdu_rx_next(&qp->frx, &ev, in + total, len - total, &used);
+		/* in stays put until the flush below: the CRC runs over it in
+		 * one call per contiguous run, not one per marker interval. */
+		int rc = iw_fpdu_rx_next_held(&qp->frx, &ev, in + total, len - total, &used);
 		total += used;
 		if (rc == 0)
 			break;
@@ -618,6 +621,7 @@ static size_t rx_locked(struct iw_qp *qp, const uint8_t *in, size_t len)
 		}
 		handle(qp, &ev);
 	}
+	iw_fpdu_rx_crc_flush(&qp->frx);
 	/* After an error the rest of the stream is read and dropped. */
 	return rx_live(qp) ? total : len;
 }

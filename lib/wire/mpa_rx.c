@@ -18,6 +18,7 @@
 #include "iwarp/wire.h"
 #include "wire/crc32c.h"
 #include "wire/cursor.h"
+#include "wire/mpa_rx.h"
 #include "wire/mpa_tx.h"
 #include "base/visibility.h"
 
@@ -117,12 +118,27 @@ static bool marker_covered(const struct iw_fpdu_rx *rx)
 
 /* Marker octets: they sit at stream offsets 512k .. 512k+3, so the offset
  * itself says how many have been gathered. */
+/* The marker at p, whole, is the one due at stream offset at. */
+static void check_marker(struct iw_fpdu_rx *rx, const uint8_t *p, uint32_t at, int *rc)
+{
+	/* FPDUPTR points back at the FPDU's first octet, a leading marker
+	 * being part of its FPDU (FPDUPTR 0). */
+	if (iw_get_be16(p) != 0 || iw_get_be16(p + 2) != at - rx->fpdu_start)
+		*rc = fail(rx, IW_WERR_FPDU_MARKER);
+}
+
 static size_t take_marker(struct iw_fpdu_rx *rx, const uint8_t *p, size_t n, int *rc)
 {
 	uint32_t phase = rx->stream_off & IW_MARKER_MASK;
 	size_t k = min_sz(n, IW_MPA_MARKER_LEN - phase);
-	uint32_t at, fpduptr;
 
+	if (k == IW_MPA_MARKER_LEN) {
+		/* The usual case: all four octets at hand, checked in place. */
+		if (marker_covered(rx))
+			crc_feed(rx, p, k);
+		check_marker(rx, p, rx->stream_off, rc);
+		return k;
+	}
 	memcpy(rx->marker + phase, p, k);
 	if (marker_covered(rx))
 		crc_feed(rx, p, k);
@@ -130,12 +146,7 @@ static size_t take_marker(struct iw_fpdu_rx *rx, const uint8_t *p, size_t n, int
 	if (rx->marker_got < IW_MPA_MARKER_LEN)
 		return k;
 
-	at = rx->stream_off + (uint32_t)k - IW_MPA_MARKER_LEN;
-	fpduptr = iw_get_be16(rx->marker + 2);
-	/* FPDUPTR points back at the FPDU's first octet, a leading marker
-	 * being part of its FPDU (FPDUPTR 0). */
-	if (iw_get_be16(rx->marker) != 0 || fpduptr != at - rx->fpdu_start)
-		*rc = fail(rx, IW_WERR_FPDU_MARKER);
+	check_marker(rx, rx->marker, rx->stream_off + (uint32_t)k - IW_MPA_MARKER_LEN, rc);
 	memset(rx->marker, 0, sizeof(rx->marker));
 	rx->marker_got = 0;
 	return k;
@@ -403,8 +414,8 @@ static size_t step(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t 
 	}
 }
 
-IW_EXPORT int iw_fpdu_rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
-			      size_t in_len, size_t *consumed)
+int iw_fpdu_rx_next_held(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
+			 size_t in_len, size_t *consumed)
 {
 	size_t pos = 0;
 	int rc = 0;
@@ -432,8 +443,21 @@ IW_EXPORT int iw_fpdu_rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, con
 		pos += n;
 		rx->stream_off += (uint32_t)n;
 	}
-	crc_flush(rx); /* the queue must not outlive the caller's buffer */
 	*consumed = pos;
+	return rc;
+}
+
+void iw_fpdu_rx_crc_flush(struct iw_fpdu_rx *rx)
+{
+	crc_flush(rx);
+}
+
+IW_EXPORT int iw_fpdu_rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
+			      size_t in_len, size_t *consumed)
+{
+	int rc = iw_fpdu_rx_next_held(rx, ev, in, in_len, consumed);
+
+	crc_flush(rx); /* the queue must not outlive the caller's buffer */
 	return rc;
 }
 
