@@ -1220,6 +1220,14 @@ START_TEST(mw_bind_use_invalidate)
 	k = iw_inc_rkey(mw->rkey);
 	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, plain, rw, buf + 64, 64), -EACCES);
 	ck_assert_int_eq(bind(&ctx, 5, pd2, mw, k, mr, rw, buf + 64, 64), -EACCES);
+	{
+		/* The window's remote rights need not be the MR's, but one the
+		 * peer may write through needs an MR its owner may write. */
+		struct iw_mr *ro = reg(pd, buf, sizeof(buf), IW_ACCESS_MW_BIND);
+		ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, ro, IW_ACCESS_REMOTE_WRITE, buf, 8),
+				 -EACCES);
+		ck_assert_int_eq(iw_dereg_mr(ro), 0);
+	}
 	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf + 200, 64), -EFAULT);
 	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, rw, buf, 0), -EINVAL);
 	ck_assert_int_eq(bind(&ctx, 5, pd, mw, k, mr, IW_ACCESS_LOCAL_WRITE, buf, 8), -EINVAL);

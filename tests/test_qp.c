@@ -3404,6 +3404,67 @@ START_TEST(test_mw_type2)
 }
 END_TEST
 
+/* A type 2 window as an RDMA Read's sink (how iwarp-nvmet places a host's
+ * write data straight into its namespace): the region grants no remote
+ * right, the window bound on the Read's own QP grants REMOTE_WRITE over
+ * exactly the sink. Posting is refused while the window is unbound, bound
+ * on another QP or invalidated, and for a sink outside it; the Read lands
+ * in the window and nowhere else. */
+START_TEST(test_mw_read_sink)
+{
+	struct cfg g = {.crc = true};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	struct end *A = &w.e[0], *B = &w.e[1];
+	struct buf *src = buf_new(&w, w.pd, 256, ACC_RD);
+	struct buf *disk = buf_new(&w, w.pd, 256, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_MW_BIND);
+	struct iw_mw *mw = iw_alloc_mw(w.pd, IW_MW_TYPE_2);
+	ck_assert_ptr_nonnull(mw);
+	fill(src->p, 256, 11);
+	memset(disk->p, 0, 256);
+	struct iw_sge sg = {.addr = (uintptr_t)disk->p + 64, .length = 64, .lkey = disk->mr->lkey};
+	const void *from = src->p;
+	uint32_t rk = src->mr->rkey;
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, from, rk), EACCES);
+	sg.lkey = mw->rkey;
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, from, rk), EINVAL);
+	uint32_t key = iw_inc_rkey(mw->rkey);
+	bind_mw_wr(B->qp, 2, mw, key, disk->mr, IW_ACCESS_REMOTE_WRITE, disk->p + 64, 64);
+	pump(&w);
+	expect_wc(B->scq, 2, IW_WC_SUCCESS, IW_WC_BIND_MW);
+	sg.lkey = key; /* bound, but for B's stream */
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, from, rk), EINVAL);
+	local_inv_wr(B->qp, 3, key);
+	pump(&w);
+	expect_wc(B->scq, 3, IW_WC_SUCCESS, IW_WC_LOCAL_INV);
+	key = iw_inc_rkey(key);
+	bind_mw_wr(A->qp, 4, mw, key, disk->mr, IW_ACCESS_REMOTE_WRITE, disk->p + 64, 64);
+	pump(&w);
+	expect_wc(A->scq, 4, IW_WC_SUCCESS, IW_WC_BIND_MW);
+	sg.lkey = key;
+	sg.addr = (uintptr_t)disk->p + 32;
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, from, rk), EFAULT);
+	sg.addr = (uintptr_t)disk->p + 64;
+	sg.length = 65;
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, from, rk), EFAULT);
+	sg.length = 64;
+	ck_assert_int_eq(post_rdma(A->qp, 5, IW_WR_RDMA_READ, 0, &sg, 1, from, rk), 0);
+	ck_assert_int_eq(iw_dealloc_mw(mw), EBUSY); /* the Read holds it */
+	pump(&w);
+	expect_wc(A->scq, 5, IW_WC_SUCCESS, IW_WC_RDMA_READ);
+	uint8_t want[256] = {0};
+	memcpy(want + 64, src->p, 64);
+	ck_assert(memcmp(disk->p, want, 256) == 0);
+	local_inv_wr(A->qp, 6, key);
+	pump(&w);
+	expect_wc(A->scq, 6, IW_WC_SUCCESS, IW_WC_LOCAL_INV);
+	ck_assert_int_eq(post_rdma(A->qp, 1, IW_WR_RDMA_READ, 0, &sg, 1, from, rk), EINVAL);
+	ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+	world_free(&w);
+}
+END_TEST
+
 /* iw_bind_mw of a type 1 window: posts, signals IW_WC_BIND_MW with id,
  * and returns the rkey the library picked (written to mw->rkey). */
 static uint32_t bind_mw1(struct iw_qp *qp, uint64_t id, struct iw_mw *mw, struct iw_mr *mr,
@@ -4483,6 +4544,7 @@ Suite *suite_qp(void)
 	tcase_add_test(tc, test_hostile_bad_stag_counted);
 	tcase_add_loop_test(tc, test_mw_type2, 0, 3);
 	tcase_add_loop_test(tc, test_mw_type1, 0, 6);
+	tcase_add_test(tc, test_mw_read_sink);
 	tcase_add_loop_test(tc, test_local_inv_waits_for_placement, 0, 4);
 	tcase_add_loop_test(tc, test_rq_slot_reuse, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_destroy_forgets_events);

@@ -1210,8 +1210,12 @@ struct iw_recv_wr {
  * sq_sig_all, errors always. Per opcode:
  *  - SEND, SEND_WITH_INV (invalidate_rkey), RDMA_WRITE (wr.rdma): at most
  *    max_send_sge SGEs, any valid MR of the PD.
- *  - RDMA_READ (wr.rdma): one SGE, in an MR with IW_ACCESS_REMOTE_WRITE;
- *    not inline. At most ORD Reads and atomics are outstanding.
+ *  - RDMA_READ (wr.rdma): one SGE, in an MR with IW_ACCESS_REMOTE_WRITE,
+ *    or inside a memory window bound now with IW_ACCESS_REMOTE_WRITE (a
+ *    type 2 one to this QP; post the Read after the bind's completion):
+ *    the sink STag is used only by the peer's Read Response, so a window
+ *    over an MR without remote rights is the narrowest sink; not inline.
+ *    At most ORD Reads and atomics are outstanding.
  *  - *_WITH_IMM and ATOMIC_* (wr.atomic): only on a QP created with
  *    IW_QP_CREATE_RFC7306. An atomic takes one 8-octet SGE in an MR with
  *    IW_ACCESS_LOCAL_WRITE and an 8-aligned remote_addr; not inline.
@@ -1230,8 +1234,9 @@ struct iw_recv_wr {
  *    binds the type 2 window mw (unbound, of this QP's PD; type 1 windows
  *    are bound with iw_bind_mw) to
  *    [addr, addr + length) of mr (VALID, same PD, registered with
- *    IW_ACCESS_MW_BIND and the rights asked; REMOTE_WRITE and
- *    REMOTE_ATOMIC also need LOCAL_WRITE on the MR) under rkey, which must
+ *    IW_ACCESS_MW_BIND; the window's remote rights need not be the MR's,
+ *    but REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE on the MR,
+ *    as in IB verbs) under rkey, which must
  *    keep mw's index. mw->rkey is updated when it runs; the window and
  *    the MR must outlive the WR. One that fails completes with
  *    IW_WC_MW_BIND_ERR and takes the QP to ERR like a failed LOCAL_INV.
@@ -1274,9 +1279,8 @@ struct iw_mw_bind {
  * given. A window that is bound already is rebound (its old MR is
  * released). It completes on the send CQ with opcode IW_WC_BIND_MW (a
  * success only if signalled). A bind that fails when it runs (an MR that
- * is not VALID, of another PD, without IW_ACCESS_MW_BIND or without a
- * right asked, REMOTE_WRITE or REMOTE_ATOMIC on an MR without
- * LOCAL_WRITE, a range outside the MR, a window of another PD) completes
+ * is not VALID, of another PD or without IW_ACCESS_MW_BIND,
+ * REMOTE_WRITE or REMOTE_ATOMIC on an MR without LOCAL_WRITE, a range outside the MR, a window of another PD) completes
  * with IW_WC_MW_BIND_ERR and takes the QP to ERR like a failed
  * IW_WR_BIND_MW; mw->rkey then names no binding. The window and the MR
  * must outlive the bind's completion. Any thread.

@@ -606,6 +606,24 @@ int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const str
 	return f == OK ? 0 : local_errno[f];
 }
 
+int iw_mem_check_sink(struct iw_mem_table *t, const struct iw_mem_req *req,
+		      const struct iw_sge *sge, struct iw_mr_int **out_mr, uint8_t **out_ptr)
+{
+	enum fail f;
+
+	*out_mr = NULL;
+	if (sge->length == 0) {
+		if (out_ptr)
+			*out_ptr = NULL;
+		return 0;
+	}
+	/* Checked as the Read Response's placement will be: a window is
+	 * accepted, and a type 2 one only on the QP it is bound to. */
+	f = check(t, req, true, sge->lkey, sge->addr, sge->length,
+		  op_rights(IW_MEM_READ_SINK), false, out_mr, out_ptr);
+	return f == OK ? 0 : local_errno[f];
+}
+
 void iw_mem_put(struct iw_mr_int *mr)
 {
 	if (mr)
@@ -810,8 +828,14 @@ static int bind_target_ok(struct iw_mem_table *t, const struct iw_pd *pd, struct
 	snap_read(mr, &sn);
 	if (sn.pd != pd)
 		return -EACCES;
-	/* The window's rights come out of the MR's (as ibv_bind_mw). */
-	if (!(sn.access & IW_ACCESS_MW_BIND) || (access & ~sn.access))
+	/* The window grants the remote rights, the MR need not have them
+	 * (the point of windows: the region is never remotely accessible
+	 * but through one); a window that lets the peer write needs an MR
+	 * its owner may write (IB C10-74, as rxe checks a bind). */
+	if (!(sn.access & IW_ACCESS_MW_BIND))
+		return -EACCES;
+	if ((access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC)) &&
+	    !(sn.access & IW_ACCESS_LOCAL_WRITE))
 		return -EACCES;
 	return check_range(&sn, addr, length) == OK ? 0 : -EFAULT;
 }

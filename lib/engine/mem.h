@@ -164,6 +164,14 @@ uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *re
 int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const struct iw_sge *sge,
 		       enum iw_mem_op op, struct iw_mr_int **out_mr, uint8_t **out_ptr);
 
+/* Check the sink SGE of an RDMA Read posted on the QP req names, as
+ * iw_mem_check_local for IW_MEM_READ_SINK, but the lkey may also name a
+ * memory window with IW_ACCESS_REMOTE_WRITE that is bound now (type 2: to
+ * that QP), since the sink STag is only ever used by the peer's Read
+ * Response, a remote access. Same returns as iw_mem_check_local. */
+int iw_mem_check_sink(struct iw_mem_table *t, const struct iw_mem_req *req,
+		      const struct iw_sge *sge, struct iw_mr_int **out_mr, uint8_t **out_ptr);
+
 /* Drop a reference taken by a check (NULL is ignored). */
 void iw_mem_put(struct iw_mr_int *mr);
 
@@ -214,7 +222,8 @@ int iw_mem_fastreg(struct iw_mem_table *t, const struct iw_pd *pd, struct iw_mr_
  * already (it is rebound: the old STag stops working) and length 0
  * unbinds it (mr may then be NULL). The window holds a reference on mr
  * until unbound, invalidated or freed. 0, -EINVAL (window or arguments),
- * -EACCES (PD, MR lacks MW_BIND or the rights), -EFAULT (outside the
+ * -EACCES (PD, MR lacks MW_BIND, or LOCAL_WRITE for a window that lets
+ * the peer write), -EFAULT (outside the
  * MR). */
 int iw_mem_bind_mw(struct iw_mem_table *t, const struct iw_mem_req *req, struct iw_mw_int *mw,
 		   uint32_t key, struct iw_mr_int *mr, int access, uint64_t addr, uint64_t length);

@@ -118,6 +118,19 @@ static int fill_payload(struct iw_swqe *w, struct iw_qp *qp, enum iw_mem_op op)
 	return 0;
 }
 
+/* A Read's one sink SGE: an MR with REMOTE_WRITE, or a window bound now
+ * (type 2: to this QP) with REMOTE_WRITE; a reference held until the WR
+ * completes, so the window cannot be freed under the Read. */
+static int fill_sink(struct iw_swqe *w, struct iw_qp *qp)
+{
+	int rc = iw_mem_check_sink(&qp->context->mem, &qp->mreq, &w->sge[0], &w->sge_mr[0],
+				   &w->sge_ptr[0]);
+	if (rc)
+		return -rc;
+	w->len = w->sge[0].length;
+	return 0;
+}
+
 /* The window and the MR are held until the WR completes, as REG_MR holds
  * its MR; the bind itself is checked when it runs (iw_mem_bind_mw). A
  * type 1 window is bound by iw_bind_mw only, a type 2 one by a posted
@@ -169,7 +182,7 @@ static int fill_by_opcode(struct iw_swqe *w, struct iw_qp *qp, const struct iw_s
 		 * MR allows REMOTE_WRITE, as on every iWARP device. */
 		if (w->num_sge != 1 || (w->flags & IW_SEND_INLINE))
 			return EINVAL;
-		return fill_payload(w, qp, IW_MEM_READ_SINK);
+		return fill_sink(w, qp);
 	case IW_WR_ATOMIC_CMP_AND_SWP:
 	case IW_WR_ATOMIC_FETCH_AND_ADD:
 		if (w->num_sge != 1 || w->sge[0].length != 8 || (w->flags & IW_SEND_INLINE) ||
