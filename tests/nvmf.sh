@@ -17,7 +17,8 @@
 #    wrong NQNs, Connect for a queue that does not exist, the binding's
 #    CM rejects, held AERs, Write Zeroes / DSM, a short capsule, a host
 #    that stops sending Keep Alive: each gets the right status or a clean
-#    disconnect;
+#    disconnect; the memory window a Write's data was placed through
+#    refuses the host once the command has completed;
 #  - a host killed (SIGKILL) with 64 commands in flight: the target goes
 #    on serving the next host;
 #  - I/O queues spread over the loops: with four queues against --loops 2,
