@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "iwarp/wire.h"
+#include "wire/mpa_rx.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -107,6 +108,18 @@ struct rec {
 
 static struct rec rec_a, rec_b;
 
+/* Decode as the QP's receive batch does (iw_fpdu_rx_next_held: CRC held
+ * across calls, payload across markers as runs) instead of through
+ * iw_fpdu_rx_next. Off before every test (held_off). */
+static bool held;
+static int runs_seen;
+
+static void held_off(void)
+{
+	held = false;
+	runs_seen = 0;
+}
+
 static void rec_reset(struct rec *r)
 {
 	r->nseg = 0;
@@ -114,6 +127,27 @@ static void rec_reset(struct rec *r)
 	r->in_seg = false;
 	r->seg_done = 0;
 	r->rc = 0;
+}
+
+static void record(struct rec *r, const struct iw_rx_event *ev, const uint8_t *in, size_t n);
+
+/* A run's pieces are recorded as the payload events they stand for. */
+static void record_run(struct rec *r, const struct iw_fpdu_rx *rx, const struct iw_rx_event *ev,
+		       const uint8_t *in, size_t n)
+{
+	struct iw_rx_run run;
+	struct iw_rx_event piece = {.kind = IW_RX_PAYLOAD, .seg = ev->seg};
+	int pieces = 0;
+
+	REQUIRE(held);
+	REQUIRE(ev->data >= in && ev->data + ev->len <= in + n);
+	iw_fpdu_rx_run_begin(&run, rx, ev);
+	while (iw_fpdu_rx_run_piece(&run, &piece.data, &piece.len, &piece.off)) {
+		record(r, &piece, in, n);
+		pieces++;
+	}
+	REQUIRE(pieces >= 2); /* a run crosses at least one marker */
+	runs_seen++;
 }
 
 static void record(struct rec *r, const struct iw_rx_event *ev, const uint8_t *in, size_t n)
@@ -162,25 +196,32 @@ static int feed(struct iw_fpdu_rx *rx, struct rec *r, const uint8_t *p, size_t n
 	for (;;) {
 		struct iw_rx_event ev;
 		size_t used = 12345;
-		int rc = iw_fpdu_rx_next(rx, &ev, p, n, &used);
+		int rc = held ? iw_fpdu_rx_next_held(rx, &ev, p, n, &used)
+			      : iw_fpdu_rx_next(rx, &ev, p, n, &used);
 
 		REQUIRE((used) <= (n));
 		if (rc < 0) {
 			r->rc = rc;
-			return rc;
+			break;
 		}
 		if (rc == 0) {
 			REQUIRE((used) == (n));
-			return 0;
+			break;
 		}
 		REQUIRE((rc) == (1));
 		REQUIRE((used) > (0));
-		record(r, &ev, in, in_n);
+		if (ev.kind == IW_RX_PAYLOAD_RUN)
+			record_run(r, rx, &ev, in, in_n);
+		else
+			record(r, &ev, in, in_n);
 		p += used;
 		n -= used;
 		if (n == 0)
-			return 0;
+			break;
 	}
+	if (held)
+		iw_fpdu_rx_crc_flush(rx); /* the input goes away */
+	return r->rc;
 }
 
 static int feed_chunks(struct iw_fpdu_rx *rx, struct rec *r, const uint8_t *p, size_t n,
@@ -366,12 +407,14 @@ END_TEST
 
 START_TEST(t_marker_places)
 {
+	held = _i >= NUM_PLACES;
+	int i = _i % NUM_PLACES;
 	uint8_t fp[64];
-	size_t len = tu_unhex(fp, sizeof(fp), places[_i].hex);
+	size_t len = tu_unhex(fp, sizeof(fp), places[i].hex);
 
-	decode_every_way(fp, len, true, true, places[_i].off, &rec_a);
+	decode_every_way(fp, len, true, true, places[i].off, &rec_a);
 	ck_assert_int_eq(rec_a.nseg, 1);
-	ck_assert_uint_eq(rec_a.segs[0].fpdu_off, places[_i].off);
+	ck_assert_uint_eq(rec_a.segs[0].fpdu_off, places[i].off);
 	ck_assert_uint_eq(rec_a.segs[0].ddp.stag, 0x001ff8b7);
 	ck_assert(memcmp(rec_a.pay, "rdma_test", 9) == 0);
 }
@@ -451,6 +494,7 @@ static void roundtrip(uint32_t off, size_t plen, bool tagged, bool markers, bool
 /* Markers at every 4-aligned phase, FPDU sizes up to ~1100. */
 START_TEST(t_roundtrip_markers_aligned)
 {
+	held = _i & 1;
 	fill_pattern();
 	for (uint32_t off = 0; off < 1024; off += 4)
 		for (size_t plen = 0; plen <= 1100; plen += (plen < 24 ? 1 : 53))
@@ -461,6 +505,7 @@ END_TEST
 /* Every offset, so markers fall inside the length and the CRC field. */
 START_TEST(t_roundtrip_markers_unaligned)
 {
+	held = _i & 1;
 	fill_pattern();
 	for (uint32_t off = 0; off < 1024; off++) {
 		if ((off & 511) >= 1 && (off & 511) <= 3)
@@ -473,6 +518,7 @@ END_TEST
 
 START_TEST(t_roundtrip_large)
 {
+	held = _i & 1;
 	fill_pattern();
 	roundtrip(0, 65535 - 14, true, false, false);   /* ULPDU 65535 */
 	roundtrip(4, 65535 - 18, false, false, false);
@@ -485,6 +531,7 @@ END_TEST
 /* A long stream of FPDUs with markers, cut at random places. */
 START_TEST(t_stream_random_cuts)
 {
+	held = _i & 1;
 	static uint8_t wire[200000];
 	struct iw_fpdu_tx tx;
 	struct iw_fpdu_rx rx;
@@ -520,6 +567,82 @@ START_TEST(t_stream_random_cuts)
 		ck_assert_uint_eq(rec_a.plen, plen_total);
 		ck_assert(memcmp(rec_a.pay, pattern, plen_total) == 0);
 	}
+}
+END_TEST
+
+/* Held decoding reports the payload of a large FPDU fed whole as one run
+ * across its markers, not one event per 508 octets; cut into reads of
+ * every length from 1 to 1100 octets (a marker straddling each cut at
+ * every phase), the payload, CRC and offsets are the same. */
+START_TEST(t_held_runs)
+{
+	static uint8_t wire[8000];
+	struct iw_fpdu_tx tx;
+	struct iw_fpdu_rx rx;
+	const size_t plen = 5000;
+
+	fill_pattern();
+	held = true;
+	iw_fpdu_tx_init(&tx, true, true, 300);
+	size_t n = put_fpdu(&tx, wire, sizeof(wire), write_hdr, 14, pattern, plen);
+	for (size_t chunk = 1; chunk <= 1100; chunk++) {
+		rec_reset(&rec_a);
+		runs_seen = 0;
+		iw_fpdu_rx_init(&rx, true, true, 300, 0, 0);
+		REQUIRE(feed_chunks(&rx, &rec_a, wire, n, chunk) == 0);
+		REQUIRE(iw_fpdu_rx_finish(&rx) == 0);
+		REQUIRE(rec_a.nseg == 1 && rec_a.plen == plen);
+		REQUIRE(memcmp(rec_a.pay, pattern, plen) == 0);
+		REQUIRE(rec_a.segs[0].crc == tx_out.crc);
+		REQUIRE(rx.stream_off == (uint32_t)(300 + n));
+		REQUIRE(chunk < 2 * IW_MPA_MARKER_INTERVAL || runs_seen > 0);
+	}
+	/* Whole: one run (the header's piece aside, all payload). */
+	rec_reset(&rec_a);
+	runs_seen = 0;
+	iw_fpdu_rx_init(&rx, true, true, 300, 0, 0);
+	REQUIRE(feed(&rx, &rec_a, wire, n) == 0);
+	ck_assert_int_eq(runs_seen, 1);
+}
+END_TEST
+
+/* A bad marker inside what would be a run (each of its four octets, each
+ * marker of the FPDU): the run stops short of it, the payload before it is
+ * reported and nothing after, and the stream fails with a marker error
+ * at that FPDU. A flipped payload octet inside a run fails the CRC. */
+START_TEST(t_held_run_bad_marker)
+{
+	static uint8_t wire[4000];
+	struct iw_fpdu_tx tx;
+	struct iw_fpdu_rx rx;
+	const size_t plen = 2000;
+
+	fill_pattern();
+	held = true;
+	iw_fpdu_tx_init(&tx, true, true, 0);
+	size_t n = put_fpdu(&tx, wire, sizeof(wire), send_hdr, 18, pattern, plen);
+	for (size_t m = IW_MPA_MARKER_INTERVAL; m + 4 < n; m += IW_MPA_MARKER_INTERVAL) {
+		for (size_t b = 0; b < IW_MPA_MARKER_LEN; b++) {
+			wire[m + b] ^= 0x10;
+			rec_reset(&rec_a);
+			iw_fpdu_rx_init(&rx, true, true, 0, 0, 0);
+			ck_assert_int_eq(feed(&rx, &rec_a, wire, n), -EPROTO);
+			ck_assert_int_eq(rx.err, IW_WERR_FPDU_MARKER);
+			ck_assert_uint_eq(rx.err_off, 0);
+			/* The payload before the marker: all of it up to there,
+			 * less the leading marker, length and header. */
+			size_t before = m - (m / IW_MPA_MARKER_INTERVAL) * IW_MPA_MARKER_LEN - 2 - 18;
+			ck_assert_uint_eq(rec_a.plen, before);
+			ck_assert(memcmp(rec_a.pay, pattern, before) == 0);
+			wire[m + b] ^= 0x10;
+		}
+	}
+	wire[1500] ^= 0x01;
+	rec_reset(&rec_a);
+	iw_fpdu_rx_init(&rx, true, true, 0, 0, 0);
+	ck_assert_int_eq(feed(&rx, &rec_a, wire, n), -EBADMSG);
+	ck_assert_int_eq(rec_a.nseg, 0);
+	ck_assert_int_gt(runs_seen, 0);
 }
 END_TEST
 
@@ -569,6 +692,7 @@ END_TEST
 /* Flip each octet of valid FPDUs: never a clean segment, never a crash. */
 START_TEST(t_err_flip_every_byte)
 {
+	held = _i & 1;
 	uint8_t fp[64];
 	size_t len;
 
@@ -596,6 +720,7 @@ END_TEST
 
 START_TEST(t_err_marker)
 {
+	held = _i & 1;
 	uint8_t fp[64];
 	size_t len = tu_unhex(fp, sizeof(fp), send_marker_508);
 	struct iw_fpdu_rx rx;
@@ -1020,18 +1145,21 @@ Suite *suite_mpa_rx(void)
 	TCase *tc = tcase_create("decode");
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, held_off, NULL);
 	tcase_add_loop_test(tc, t_vectors, 0, NUM_VECS);
 	tcase_add_test(tc, t_vector_fields);
 	tcase_add_test(tc, t_back_to_back);
 	tcase_add_test(tc, t_marker_vector);
-	tcase_add_loop_test(tc, t_marker_places, 0, NUM_PLACES);
-	tcase_add_test(tc, t_roundtrip_markers_aligned);
-	tcase_add_test(tc, t_roundtrip_markers_unaligned);
-	tcase_add_test(tc, t_roundtrip_large);
-	tcase_add_test(tc, t_stream_random_cuts);
+	tcase_add_loop_test(tc, t_marker_places, 0, 2 * NUM_PLACES);
+	tcase_add_loop_test(tc, t_roundtrip_markers_aligned, 0, 2);
+	tcase_add_loop_test(tc, t_roundtrip_markers_unaligned, 0, 2);
+	tcase_add_loop_test(tc, t_roundtrip_large, 0, 2);
+	tcase_add_loop_test(tc, t_stream_random_cuts, 0, 2);
+	tcase_add_test(tc, t_held_runs);
+	tcase_add_test(tc, t_held_run_bad_marker);
 	tcase_add_test(tc, t_err_crc);
-	tcase_add_test(tc, t_err_flip_every_byte);
-	tcase_add_test(tc, t_err_marker);
+	tcase_add_loop_test(tc, t_err_flip_every_byte, 0, 2);
+	tcase_add_loop_test(tc, t_err_marker, 0, 2);
 	tcase_add_test(tc, t_err_lengths);
 	tcase_add_test(tc, t_err_header_syntax);
 	tcase_add_test(tc, t_err_sticky);

@@ -345,6 +345,18 @@ static void on_payload(struct iw_qp *qp, const uint8_t *p, size_t n, uint32_t of
 		iw_rwqe_scatter(qp->in.rwqe, (uint64_t)qp->in.mo + off, p, n);
 }
 
+/* Payload across markers (held decoding): each piece between them. */
+static void on_run(struct iw_qp *qp, const struct iw_rx_event *ev)
+{
+	struct iw_rx_run r;
+	const uint8_t *p;
+	size_t n;
+	uint32_t off;
+	iw_fpdu_rx_run_begin(&r, &qp->frx, ev);
+	while (iw_fpdu_rx_run_piece(&r, &p, &n, &off))
+		on_payload(qp, p, n, off);
+}
+
 /* ------------------------------------------------------------ segment end */
 
 static void end_read_resp(struct iw_qp *qp)
@@ -587,12 +599,15 @@ static void decoder_error(struct iw_qp *qp, int rc)
 static void handle(struct iw_qp *qp, const struct iw_rx_event *ev)
 {
 	uint16_t t = 0;
-	switch (ev->kind) {
+	switch ((unsigned)ev->kind) { /* IW_RX_PAYLOAD_RUN is no public kind */
 	case IW_RX_SEG_HDR:
 		t = on_hdr(qp, ev->seg);
 		break;
 	case IW_RX_PAYLOAD:
 		on_payload(qp, ev->data, ev->len, ev->off);
+		break;
+	case IW_RX_PAYLOAD_RUN:
+		on_run(qp, ev);
 		break;
 	case IW_RX_SEG_END:
 		t = on_end(qp, ev->seg);

@@ -118,12 +118,17 @@ static bool marker_covered(const struct iw_fpdu_rx *rx)
 
 /* Marker octets: they sit at stream offsets 512k .. 512k+3, so the offset
  * itself says how many have been gathered. */
-/* The marker at p, whole, is the one due at stream offset at. */
+/* The marker at p, whole, is the one due at stream offset at and valid:
+ * FPDUPTR points back at the FPDU's first octet, a leading marker being
+ * part of its FPDU (FPDUPTR 0). */
+static bool marker_ok(const struct iw_fpdu_rx *rx, const uint8_t *p, uint32_t at)
+{
+	return iw_get_be16(p) == 0 && iw_get_be16(p + 2) == at - rx->fpdu_start;
+}
+
 static void check_marker(struct iw_fpdu_rx *rx, const uint8_t *p, uint32_t at, int *rc)
 {
-	/* FPDUPTR points back at the FPDU's first octet, a leading marker
-	 * being part of its FPDU (FPDUPTR 0). */
-	if (iw_get_be16(p) != 0 || iw_get_be16(p + 2) != at - rx->fpdu_start)
+	if (!marker_ok(rx, p, at))
 		*rc = fail(rx, IW_WERR_FPDU_MARKER);
 }
 
@@ -323,6 +328,25 @@ static size_t take_hdr(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint
 	return k;
 }
 
+/* Report len input octets at p that hold pay payload octets (markers
+ * between them for a run); true when that ends the payload. */
+static bool payload_event(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, enum iw_rx_kind kind,
+			  const uint8_t *p, size_t len, size_t pay)
+{
+	if (!rx->payload_crc_done)
+		crc_feed(rx, p, len);
+	ev->kind = kind;
+	ev->seg = &rx->seg;
+	ev->data = p;
+	ev->len = len;
+	ev->off = rx->payload_done;
+	rx->payload_done += (uint32_t)pay;
+	if (rx->payload_done != rx->seg.payload_len)
+		return false;
+	enter_trailer(rx);
+	return true;
+}
+
 /* Payload is never copied: the event points into the caller's input. */
 static size_t take_payload(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *p,
 			   size_t n, int *rc)
@@ -330,16 +354,7 @@ static size_t take_payload(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const 
 	size_t k = min_sz(n, rx->seg.payload_len - rx->payload_done);
 	uint32_t pad = iw_mpa_pad(rx->seg.ulpdu_len);
 
-	if (!rx->payload_crc_done)
-		crc_feed(rx, p, k);
-	ev->kind = IW_RX_PAYLOAD;
-	ev->seg = &rx->seg;
-	ev->data = p;
-	ev->len = k;
-	ev->off = rx->payload_done;
-	rx->payload_done += (uint32_t)k;
-	if (rx->payload_done == rx->seg.payload_len) {
-		enter_trailer(rx);
+	if (payload_event(rx, ev, IW_RX_PAYLOAD, p, k, k)) {
 		/* Read ahead: pad already in the input (n stops short of any
 		 * marker) goes through the CRC with the payload, in one call.
 		 * It is still consumed by the trailer state. */
@@ -414,8 +429,33 @@ static size_t step(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t 
 	}
 }
 
-int iw_fpdu_rx_next_held(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
-			 size_t in_len, size_t *consumed)
+/* Held decoding, markers on, inside a payload (not at a marker): the
+ * payload octets of p[0..n) up to the FPDU's payload end, across every
+ * whole and valid marker followed by payload, as one IW_RX_PAYLOAD_RUN
+ * event (mpa_rx.h), CRC'd in one feed. It stops short of a marker that is
+ * cut or bad (the octet-wise path takes it next, and fails on a bad one).
+ * 0: no marker crossed, the ordinary path applies. */
+static size_t take_run(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *p, size_t n)
+{
+	size_t left = rx->seg.payload_len - rx->payload_done;
+	size_t pos = min_sz(min_sz(n, left), iw_mpa_to_marker(rx->stream_off));
+	size_t pay = pos;
+
+	while (pay < left && pos + IW_MPA_MARKER_LEN < n &&
+	       marker_ok(rx, p + pos, rx->stream_off + (uint32_t)pos)) {
+		size_t k = min_sz(min_sz(IW_MARKER_GAP, left - pay), n - pos - IW_MPA_MARKER_LEN);
+
+		pos += IW_MPA_MARKER_LEN + k;
+		pay += k;
+	}
+	if (pay == pos)
+		return 0;
+	payload_event(rx, ev, IW_RX_PAYLOAD_RUN, p, pos, pay);
+	return pos;
+}
+
+static int rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
+		   size_t in_len, size_t *consumed, bool runs)
 {
 	size_t pos = 0;
 	int rc = 0;
@@ -437,6 +477,16 @@ int iw_fpdu_rx_next_held(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const ui
 				rx->stream_off += (uint32_t)n;
 				continue;
 			}
+			if (runs && rx->state == RX_PAYLOAD) {
+				n = take_run(rx, ev, in + pos, n);
+				if (n) {
+					pos += n;
+					rx->stream_off += (uint32_t)n;
+					rc = 1;
+					break;
+				}
+				n = in_len - pos;
+			}
 			n = min_sz(n, IW_MPA_MARKER_INTERVAL - phase);
 		}
 		n = step(rx, ev, in + pos, n, &rc);
@@ -447,6 +497,22 @@ int iw_fpdu_rx_next_held(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const ui
 	return rc;
 }
 
+int iw_fpdu_rx_next_held(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
+			 size_t in_len, size_t *consumed)
+{
+	return rx_next(rx, ev, in, in_len, consumed, true);
+}
+
+void iw_fpdu_rx_run_begin(struct iw_rx_run *r, const struct iw_fpdu_rx *rx,
+			  const struct iw_rx_event *ev)
+{
+	r->p = ev->data;
+	r->left = ev->len;
+	r->off = ev->off;
+	/* The run ends where the decoder stands now. */
+	r->k = iw_mpa_to_marker(rx->stream_off - (uint32_t)ev->len);
+}
+
 void iw_fpdu_rx_crc_flush(struct iw_fpdu_rx *rx)
 {
 	crc_flush(rx);
@@ -455,7 +521,7 @@ void iw_fpdu_rx_crc_flush(struct iw_fpdu_rx *rx)
 IW_EXPORT int iw_fpdu_rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
 			      size_t in_len, size_t *consumed)
 {
-	int rc = iw_fpdu_rx_next_held(rx, ev, in, in_len, consumed);
+	int rc = rx_next(rx, ev, in, in_len, consumed, false);
 
 	crc_flush(rx); /* the queue must not outlive the caller's buffer */
 	return rc;
