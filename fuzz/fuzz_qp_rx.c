@@ -1066,8 +1066,12 @@ FUZZ_HARNESS static void reconnect(void)
 
 /* The kept objects as the next input must find them, as a new context
  * would give them: nothing of this input holds them, nothing of it is
- * left in them, QP numbers and STags (the seeds name them) start again and
- * no spare transmit queue is kept (a new context has none). */
+ * left in them, QP numbers and STags (the seeds name them) start again.
+ * The context's spare transmit queue stays, as it does for a context's
+ * next QP in a program: freed per input it cost a 37 KB malloc (and with
+ * markers a 256 KB stage, an mmap under ASan) and fresh pages per input,
+ * a tenth of the target's time in the kernel (perf; strace: 9,000 mmap,
+ * 5,800 munmap and 6,000 madvise in 30,000 runs). */
 FUZZ_HARNESS static void keep_reset(void)
 {
 	struct iw_wc wc[8];
@@ -1081,7 +1085,6 @@ FUZZ_HARNESS static void keep_reset(void)
 	CHECK(atomic_load(&K.pd->use) == K.pd_use && atomic_load(&K.pd2->use) == K.pd2_use);
 	CHECK(iw_fuzz_mem_restart(&K.ctx->mem) == 0);
 	atomic_store(&K.ctx->next_qpn, 0);
-	iw_txq_spare_free(K.ctx);
 }
 
 FUZZ_HARNESS static void teardown(void)
