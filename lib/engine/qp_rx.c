@@ -345,16 +345,26 @@ static void on_payload(struct iw_qp *qp, const uint8_t *p, size_t n, uint32_t of
 		iw_rwqe_scatter(qp->in.rwqe, (uint64_t)qp->in.mo + off, p, n);
 }
 
-/* Payload across markers (held decoding): each piece between them. */
+/* Payload across markers (held decoding): each piece between them. A
+ * receive's SGE is looked up once for the run, not once per piece; a piece
+ * past that SGE goes the general way. */
 static void on_run(struct iw_qp *qp, const struct iw_rx_event *ev)
 {
 	struct iw_rx_run r;
 	const uint8_t *p;
 	size_t n;
 	uint32_t off;
+	uint8_t *dst = NULL;
+	uint64_t span = 0;
+	if (!qp->in.skip && !qp->in.dst && qp->in.have_rwqe && op_send(qp->in.op))
+		span = iw_rwqe_span(qp->in.rwqe, (uint64_t)qp->in.mo + ev->off, &dst);
 	iw_fpdu_rx_run_begin(&r, &qp->frx, ev);
-	while (iw_fpdu_rx_run_piece(&r, &p, &n, &off))
-		on_payload(qp, p, n, off);
+	while (iw_fpdu_rx_run_piece(&r, &p, &n, &off)) {
+		if ((uint64_t)(off - ev->off) + n <= span)
+			memcpy(dst + (off - ev->off), p, n);
+		else
+			on_payload(qp, p, n, off);
+	}
 }
 
 /* ------------------------------------------------------------ segment end */
