@@ -177,11 +177,10 @@ echo "conform: Group 2 without --listen: SKIP: ok"
 # drops our SYNs): the case gives up after --wait, not after connect(2)'s
 # two minutes of SYN retries.
 cat >"$TMP/fullq.py" <<'PY'
-import socket, sys, time
+import select, socket, sys, time
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen(0)
-print(s.getsockname()[1], flush=True)
 held = []
 for _ in range(4):
     c = socket.socket()
@@ -191,13 +190,20 @@ for _ in range(4):
     except BlockingIOError:
         pass
     held.append(c)
+# The port is given out only once the accept queue is full (the first
+# held connection established): printed before, a loaded machine let the
+# runner's own connect in ahead of them, and the case then waited for a
+# Reply instead of timing out its connect.
+select.select([], [held[0]], [], 10)
+print(s.getsockname()[1], flush=True)
 time.sleep(30)
 PY
 python3 "$TMP/fullq.py" >"$TMP/fq.port" &
 FQPID=$!
 i=0
 while [ $i -lt 100 ] && [ ! -s "$TMP/fq.port" ]; do sleep 0.05; i=$((i + 1)); done
-timeout 20 "$CONFORM" --only 1.2 --wait 1000 -v 127.0.0.1 "$(cat "$TMP/fq.port")" \
+timeout 20 "$CONFORM" --only 1.2 --skip 1.20,1.21,1.22,1.23,1.24,1.25,1.26,1.27,1.28,1.29 \
+	--wait 1000 -v 127.0.0.1 "$(cat "$TMP/fq.port")" \
 	>"$TMP/fq.out" 2>&1
 rc=$?
 kill "$FQPID" 2>/dev/null
