@@ -135,6 +135,40 @@ static void next_wr(struct bw_run *b, uint32_t i, struct iw_send_wr *wr, struct 
 	}
 }
 
+/* Timed SEND, past the deadline, the last WR posted unsignaled and no
+ * credit left to post a signaled one: the receiver may have finished its
+ * own run and will send no more credits, so waiting for one hung both
+ * ends (tests/perf.sh, send -b --loops 2 -q 4 --threads -D 0.3, once in
+ * a loaded make check: the client "no progress for 30 s"). */
+static bool fence_due(struct bw_run *b, uint32_t i, double now)
+{
+	const struct bw_qp *q = &b->q[i];
+	if (!b->timed || now < b->deadline || q->scnt == q->last_sig || b->s->o.test != PT_SEND)
+		return false;
+	return (uint32_t)(q->scnt + 1) - *credit_word(b, i) >= b->rx_depth;
+}
+
+/* Close the count instead with a signaled zero-length RDMA WRITE, which
+ * takes no receive and so needs no credit: it completes after every WR
+ * before it, and carries the last data WR's number, so poll_send counts
+ * those as done and the WRITE itself as nothing. */
+static int post_fence(struct bw_run *b, uint32_t i)
+{
+	struct bw_qp *q = &b->q[i];
+	struct iw_send_wr wr = {.wr_id = (uint64_t)i << 48 | (q->scnt - 1),
+				.opcode = IW_WR_RDMA_WRITE, .send_flags = IW_SEND_SIGNALED};
+	wr.wr.rdma.remote_addr = b->s->rem[i].vaddr;
+	wr.wr.rdma.rkey = b->s->rem[i].rkey;
+	struct iw_send_wr *bad;
+	int rc = iw_post_send(b->s->ids[i]->qp, &wr, &bad);
+	if (rc) {
+		perf_err(b->s, "posting the last WR on QP %u: %s", i, strerror(rc));
+		return -1;
+	}
+	q->last_sig = q->scnt;
+	return 1;
+}
+
 /* As many WRs as QP i may take, up to --post-list of them chained in one
  * iw_post_send (perftest's -l): the library queues a chain under one lock
  * and hands it to one writev, so a sender pays a system call per list,
@@ -144,6 +178,8 @@ static int post_data(struct bw_run *b, uint32_t i, double now)
 	struct iw_send_wr wr[PERF_MAX_POST_LIST];
 	struct iw_sge sge[PERF_MAX_POST_LIST];
 	uint32_t n = 0, max = b->s->o.post_list ? b->s->o.post_list : 1;
+	if (fence_due(b, i, now))
+		return post_fence(b, i);
 	for (; n < max && may_post(b, i, now); n++) {
 		next_wr(b, i, &wr[n], &sge[n]);
 		if (n)
