@@ -402,12 +402,24 @@ static void inv_settle(struct iw_qp *qp)
 	iw_qp_complete_sq_locked(qp);
 }
 
+/* emit_one would find nothing at once (it may still find nothing when
+ * this is false). */
+static bool nothing_due(const struct iw_qp *qp)
+{
+	return !qp->rtr_pending && !qp->rtr_read_resp && !qp->wake_pending &&
+	       qp->tx_cur == IW_TX_NONE && !qp->irq_cnt && qp->sq_next == qp->sq_tail;
+}
+
 int iw_qp_tx_build_locked(struct iw_qp *qp)
 {
 	if (!qp->connected || qp->terminated)
 		return 0;
 	if (qp->inv_wait)
 		inv_settle(qp);
+	/* The write after a ping-pong's one message drained the queue: no
+	 * queue is taken (and given back) to build nothing. */
+	if (!qp->txq && nothing_due(qp))
+		return 0;
 	if (!iw_txq_get(qp))
 		return -ENOMEM;
 	int rc;
