@@ -161,6 +161,16 @@ static void record(struct rec *r, const struct iw_rx_event *ev, const uint8_t *i
 		r->seg_done = 0;
 		REQUIRE((r->nseg) < (MAX_SEGS));
 		r->pay_start[r->nseg] = r->plen;
+		if (ev->len) {
+			/* Only held decoding hands the payload that came with
+			 * the header over with it. */
+			struct iw_rx_event piece = *ev;
+
+			REQUIRE(held);
+			REQUIRE(ev->off == 0);
+			piece.kind = IW_RX_PAYLOAD;
+			record(r, &piece, in, n);
+		}
 		break;
 	case IW_RX_PAYLOAD:
 		REQUIRE(r->in_seg);

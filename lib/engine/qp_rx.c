@@ -611,7 +611,10 @@ static void handle(struct iw_qp *qp, const struct iw_rx_event *ev)
 	uint16_t t = 0;
 	switch ((unsigned)ev->kind) { /* IW_RX_PAYLOAD_RUN is no public kind */
 	case IW_RX_SEG_HDR:
+		/* With the payload that came with it (iw_fpdu_rx_next_held). */
 		t = on_hdr(qp, ev->seg);
+		if (!t && ev->len && rx_live(qp))
+			on_payload(qp, ev->data, ev->len, ev->off);
 		break;
 	case IW_RX_PAYLOAD:
 		on_payload(qp, ev->data, ev->len, ev->off);

@@ -291,9 +291,15 @@ static void crc_read_ahead(struct iw_fpdu_rx *rx, const uint8_t *p, size_t n)
 	rx->payload_crc_done = true;
 }
 
-/* Header octets arrive; decide after each stage how many more are due. */
+static size_t take_payload(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *p,
+			   size_t n, int *rc);
+
+/* Header octets arrive; decide after each stage how many more are due.
+ * hdr_data (iw_fpdu_rx_next_held): the SEG_HDR event also carries the
+ * payload octets that follow the header in the input, as a PAYLOAD event
+ * would (data, len, off 0), saving the caller a decoder call per FPDU. */
 static size_t take_hdr(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *p, size_t n,
-		       int *rc)
+		       int *rc, bool hdr_data)
 {
 	struct iw_ddp_seg *s = &rx->seg;
 	const uint8_t ctrl = rx->got ? s->raw_hdr[0] : p[0];
@@ -323,8 +329,13 @@ static size_t take_hdr(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint
 			return k;
 	}
 	*rc = hdr_done(rx, ev);
-	if (*rc == 1 && rx->state == RX_PAYLOAD)
-		crc_read_ahead(rx, p + k, n - k);
+	if (*rc != 1 || rx->state != RX_PAYLOAD)
+		return k;
+	crc_read_ahead(rx, p + k, n - k);
+	if (hdr_data && n > k) {
+		k += take_payload(rx, ev, p + k, n - k, rc);
+		ev->kind = IW_RX_SEG_HDR;
+	}
 	return k;
 }
 
@@ -412,13 +423,13 @@ static size_t take_trailer(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const 
 /* One step in the current state over at most n octets (n never crosses a
  * marker). Returns the octets used. */
 static size_t step(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *p, size_t n,
-		   int *rc)
+		   int *rc, bool hdr_data)
 {
 	switch (rx->state) {
 	case RX_LEN:
 		return take_len(rx, p, n, rc);
 	case RX_HDR:
-		return take_hdr(rx, ev, p, n, rc);
+		return take_hdr(rx, ev, p, n, rc, hdr_data);
 	case RX_PAYLOAD:
 		return take_payload(rx, ev, p, n, rc);
 	case RX_TRAILER:
@@ -489,7 +500,7 @@ static int rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t 
 			}
 			n = min_sz(n, IW_MPA_MARKER_INTERVAL - phase);
 		}
-		n = step(rx, ev, in + pos, n, &rc);
+		n = step(rx, ev, in + pos, n, &rc, runs);
 		pos += n;
 		rx->stream_off += (uint32_t)n;
 	}

@@ -24,7 +24,11 @@
  * in one CRC call per contiguous run instead of one per marker interval),
  * and that payload across markers comes as IW_RX_PAYLOAD_RUN events. The
  * caller keeps in unchanged and valid until iw_fpdu_rx_crc_flush, which it
- * calls before it lets the buffer go or feeds another one. */
+ * calls before it lets the buffer go or feeds another one. And an
+ * IW_RX_SEG_HDR event carries the payload octets that follow the header in
+ * in up to the next marker (data, len, off 0, as an IW_RX_PAYLOAD event
+ * would; len 0 when none do): one call less per FPDU whose payload arrived
+ * with its header. */
 int iw_fpdu_rx_next_held(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
 			 size_t in_len, size_t *consumed);
 /* Feed the queued octets to the CRC now. */
