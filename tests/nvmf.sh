@@ -17,8 +17,7 @@
 #    wrong NQNs, Connect for a queue that does not exist, the binding's
 #    CM rejects, held AERs, Write Zeroes / DSM, a short capsule, a host
 #    that stops sending Keep Alive: each gets the right status or a clean
-#    disconnect; the memory window a Write's data was placed through
-#    refuses the host once the command has completed;
+#    disconnect;
 #  - a host killed (SIGKILL) with 64 commands in flight: the target goes
 #    on serving the next host;
 #  - I/O queues spread over the loops: with four queues against --loops 2,
@@ -136,8 +135,6 @@ perf "randrw 512 B qd 1 verify" -r randrw -b 512 -d 1 -c 3000 -V
 perf "randrw 4 KiB qd 32 verify (in-capsule writes)" -r randrw -b 4096 -d 32 -c 6000 -V
 perf "randrw 4 KiB qd 16 verify, no in-capsule data (RDMA READ)" -r randrw -b 4096 -d 16 -c 4000 -V --no-inline
 perf "randrw 8 KiB qd 8 verify, Send with Invalidate" -r randrw -b 8192 -d 8 -c 3000 -V --invalidate
-perf "randrw 512 B qd 8 verify, placed by RDMA READ" -r randrw -b 512 -d 8 -c 2000 -V --no-inline
-perf "randrw 64 KiB qd 4 verify, placed by RDMA READ" -r randrw -b 65536 -d 4 -c 400 -V --no-inline
 perf "sequential rw 128 KiB qd 2 verify" -r rw -b 131072 -d 2 -c 400 -V
 perf "randrw 4 KiB qd 4 two queues verify" -r randrw -b 4096 -d 4 -q 2 -c 4000 -V
 perf "randrw 4 KiB qd 127 verify (a full 128-entry queue)" -r randrw -b 4096 -d 127 -c 8000 -V
@@ -181,27 +178,12 @@ sleep 0.3
 kill -9 "$VPID"
 wait "$VPID" 2>/dev/null
 perf "the next host is served after one vanished mid-I/O" -r randrw -b 4096 -d 8 -c 2000 -V
-# One that vanishes with 128 KiB writes in flight, their data being placed
-# through windows: each window still bound is freed (see the summary).
-"$PERF" -a 127.0.0.1 -p "$PORT" -n "$NQN" --hostnqn "$HPERF" -r write -b 131072 -d 16 -t 30 \
-	--no-inline >"$TMP/victim.out" 2>&1 &
-VPID=$!
-PIDS="$PIDS $VPID"
-sleep 0.5
-kill -9 "$VPID"
-wait "$VPID" 2>/dev/null
-perf "the next host is served after one vanished mid-READ" -r randrw -b 131072 -d 4 -c 200 -V
 kill -0 "$TPID" 2>/dev/null && ok "target alive" || bad "target died"
 
 stop_target && ok "SIGTERM: target exits 0" || bad "target exit status on SIGTERM"
 # The --no-inline and --invalidate runs fetched their write data by RDMA READ.
-grep -q '^iwarp-nvmet: loop .* [1-9][0-9]* writes by RDMA READ (' "$TMP/tgt.out" &&
+grep -q '^iwarp-nvmet: loop .* [1-9][0-9]* writes by RDMA READ, ' "$TMP/tgt.out" &&
 	ok "keyed SGL writes were fetched by RDMA READ" || bad "no RDMA READ counted"
-# ... into the RAM namespace itself, and no window was left bound.
-grep -q '^iwarp-nvmet: loop .* ([1-9][0-9]* placed in the namespace' "$TMP/tgt.out" &&
-	ok "keyed SGL writes were placed in the namespace" || bad "no write placed"
-[ "$(grep -c '^iwarp-nvmet: loop .*, 0 windows bound)' "$TMP/tgt.out")" = 2 ] &&
-	ok "no window left bound after hosts vanished mid-READ" || bad "windows left bound"
 
 # I/O queue q on loop (q - 1) mod 2, each serving, as the verbose log and
 # the exit summary say. Two hosts one after the other, five connections
@@ -337,7 +319,7 @@ start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1
 perf "file namespace: fill generation 5" --fill -b 16384 -d 4 -g 5
 stop_target || bad "target exit status"
 # 16 KiB writes came in their capsules (the default IOCCSZ): no RDMA READ.
-grep -q '^iwarp-nvmet: loop 0: [1-9][0-9]* commands, .* 0 writes by RDMA READ (' "$TMP/tgt.out" &&
+grep -q '^iwarp-nvmet: loop 0: [1-9][0-9]* commands, .* 0 writes by RDMA READ, ' "$TMP/tgt.out" &&
 	ok "16 KiB writes in-capsule at the default size (no RDMA READ)" ||
 	{ bad "16 KiB writes were not all in-capsule"; cat "$TMP/tgt.out"; }
 start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1

@@ -144,7 +144,6 @@ struct tgt_req {
 	uint32_t icd_len;
 	uint32_t xfer_len;    /* octets the command moves, as the SGL says */
 	uint32_t c2h_len;     /* octets to write to the host before the response */
-	bool placed;          /* a Write's data is in the namespace already (tgt_io_sink) */
 	uint64_t now_ms;      /* when the capsule arrived (kept by tgt_cmd_begin) */
 	struct nvmf_cqe cqe;
 };
@@ -190,12 +189,6 @@ uint16_t tgt_admin_prep(struct tgt_req *req);
 uint16_t tgt_queues_max(const struct tgt_cfg *cfg);
 enum tgt_step tgt_admin_exec(struct tgt_req *req);
 uint16_t tgt_io_prep(struct tgt_req *req);
-/* Where a Write whose data is to be fetched (TGT_FETCH) may have it placed
- * directly: the RAM namespace's memory for exactly the command's LBA range
- * (xfer_len octets), and the namespace's index in cfg.ns; NULL for any
- * other command or backing store. The transport that places the data
- * there sets req->placed, and tgt_cmd_exec then has nothing to copy. */
-uint8_t *tgt_io_sink(const struct tgt_req *req, uint32_t *ns_index);
 void tgt_io_exec(struct tgt_req *req);
 uint16_t tgt_fabrics_prep(struct tgt_req *req);
 void tgt_fabrics_exec(struct tgt_req *req);

@@ -60,21 +60,6 @@ uint16_t tgt_io_prep(struct tgt_req *req)
 	}
 }
 
-uint8_t *tgt_io_sink(const struct tgt_req *req, uint32_t *ns_index)
-{
-	const struct nvmf_cmd *c = &req->cmd;
-	if (c->opc != NVME_IO_WRITE)
-		return NULL;
-	struct tgt_ns *ns = tgt_ns_find(req->q->tgt, c->nsid);
-	if (!ns || !ns->ram)
-		return NULL;
-	/* prep_rw checked the range and that xfer_len is exactly it. */
-	struct nvmf_rw rw;
-	nvmf_rw_get(&rw, c);
-	*ns_index = (uint32_t)(ns - req->q->tgt->cfg.ns);
-	return ns->ram + (rw.slba << ns->lbads);
-}
-
 /* Every range is checked before any is deallocated: the command does all
  * or nothing. */
 static uint16_t dsm(struct tgt_req *req, struct tgt_ns *ns)
@@ -133,7 +118,7 @@ void tgt_io_exec(struct tgt_req *req)
 		count(req->q, false, req->xfer_len);
 		break;
 	case NVME_IO_WRITE:
-		st = req->placed ? 0 : tgt_ns_write(ns, req->data, rw.slba, rw.nlb, rw.fua);
+		st = tgt_ns_write(ns, req->data, rw.slba, rw.nlb, rw.fua);
 		count(req->q, true, req->xfer_len);
 		break;
 	case NVME_IO_FLUSH:

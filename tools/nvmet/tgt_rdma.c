@@ -35,20 +35,6 @@
  * outstanding per queue (the rest wait in order); in-capsule data is used
  * where it landed. The response is a Send with Invalidate of the host's
  * key when its SGL asked for it.
- *
- * Direct placement: a Write to a RAM namespace fetched by RDMA READ has
- * its data placed by that READ in the namespace itself (libiwarp reads
- * large payloads straight into the sink), not in the slot's data buffer
- * and then copied. The namespace is registered once with LOCAL_WRITE and
- * MW_BIND only; each slot owns a type 2 memory window, bound per command
- * over exactly its LBA range with REMOTE_WRITE for its queue's QP alone
- * (post_bind); its STag is the READ's sink. A LOCAL_INV ahead of the
- * response Send revokes it before the host sees the response (a host that
- * keeps writing through it meanwhile writes only its own command's range);
- * a window whose command fails or whose queue dies is freed and replaced
- * (win_reset). 128 KiB writes: 171 K -> 42 K instructions per I/O in the
- * target (callgrind); 4 KiB ones cost 2.1 K more than READ and copy, which
- * is why 4 KiB writes stay in-capsule at the default IOCCSZ.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -83,8 +69,8 @@
 static const struct iw_conn_opts conn_opts = {.comp_mask = IW_CONN_OPTS_DIRECT_MIN,
 					      .direct_min = 16384};
 
-enum slot_state { S_POSTED, S_SPARE, S_BUSY, S_HOLD, S_RDWAIT, S_BIND, S_READ, S_SEND };
-enum wr_kind { WR_READ = 1, WR_WRITE, WR_SEND, WR_BIND, WR_INV };
+enum slot_state { S_POSTED, S_SPARE, S_BUSY, S_HOLD, S_RDWAIT, S_READ, S_SEND };
+enum wr_kind { WR_READ = 1, WR_WRITE, WR_SEND };
 
 struct tr_conn;
 struct tr_loop;
@@ -97,13 +83,7 @@ struct tr_slot {
 	/* The response's WRs live here until they are posted (corked). */
 	uint8_t cqe[NVMF_CQE_SIZE];
 	struct iw_sge dsge, csge;
-	struct iw_send_wr write, inv, send;
-	/* Direct placement (see the top): the slot's window, and while win
-	 * is set it may be bound (to win_key) and must be invalidated. */
-	struct iw_mw *mw;
-	bool win;
-	uint32_t win_key;
-	uint8_t *sink;
+	struct iw_send_wr write, send;
 };
 
 struct tr_conn {
@@ -159,7 +139,7 @@ struct tr_loop {
 	struct tr_msg *mail, **mail_tail;
 	struct tr_msg stop;     /* M_STOP, ready: stopping needs no memory */
 	/* For the summary at exit (iwarp-nvmet(1), make nvmf-bench). */
-	uint64_t cmds, queues, io_queues, write_reads, placed;
+	uint64_t cmds, queues, io_queues, write_reads;
 	double cpu_s;
 };
 
@@ -176,8 +156,6 @@ struct tr {
 	pthread_mutex_t cm_lock;
 	uint32_t rsize, nslots, nloops;
 	struct tr_loop *loops;
-	/* RAM namespaces, registered for windows only (no remote right). */
-	struct iw_mr *ns_mr[TGT_MAX_NS];
 	uint64_t serial;
 	bool wildcard;
 };
@@ -279,27 +257,9 @@ static void recycle(struct tr_loop *lp, struct tr_slot *s)
 		post_slot(lp, s);
 }
 
-/* The slot's window may still be bound: its command failed, or its queue
- * died before the LOCAL_INV ran (a flushed one does nothing). Freeing it
- * ends the grant, and a new one takes its place. One still held by a WR
- * (EBUSY) is kept, and the slot's commands copy until a later release
- * frees it. */
-static void win_reset(struct tr_loop *lp, struct tr_slot *s)
-{
-	int rc = iw_dealloc_mw(s->mw);
-	if (rc) {
-		say(lp, "slot %u: freeing its window: %s", s->idx, strerror(rc));
-		return;
-	}
-	s->win = false;
-	s->mw = iw_alloc_mw(lp->tr->pd, IW_MW_TYPE_2);
-}
-
 static void release(struct tr_loop *lp, struct tr_slot *s)
 {
 	struct tr_conn *c = s->conn;
-	if (s->win)
-		win_reset(lp, s);
 	recycle(lp, s);
 	if (c && --c->refs == 0 && c->dead)
 		conn_free(c);
@@ -372,17 +332,7 @@ static void respond(struct tr_loop *lp, struct tr_slot *s)
 	s->write.wr.rdma.remote_addr = req->sgl.addr;
 	s->write.wr.rdma.rkey = req->sgl.key;
 	s->st = S_SEND;
-	struct iw_send_wr *first = req->c2h_len ? &s->write : &s->send;
-	if (s->win) {
-		/* The window dies before the host can see the response: the
-		 * LOCAL_INV runs ahead of the Send (unsignaled; a failure takes
-		 * the QP down and the Send flushes). */
-		s->inv = (struct iw_send_wr){.wr_id = (uint64_t)WR_INV << 32 | s->idx,
-					     .next = first, .opcode = IW_WR_LOCAL_INV,
-					     .invalidate_rkey = s->win_key};
-		first = &s->inv;
-	}
-	cork(lp, c, first, &s->send);
+	cork(lp, c, req->c2h_len ? &s->write : &s->send, &s->send);
 }
 
 static void exec(struct tr_loop *lp, struct tr_slot *s)
@@ -395,53 +345,21 @@ static void exec(struct tr_loop *lp, struct tr_slot *s)
 	respond(lp, s);
 }
 
-static int post_read(struct tr_slot *s, uint8_t *sink, uint32_t lkey)
+static void start_read(struct tr_loop *lp, struct tr_slot *s)
 {
+	struct tr_conn *c = s->conn;
 	struct tgt_req *req = &s->req;
-	struct iw_sge sge = {.addr = (uintptr_t)sink, .length = req->xfer_len, .lkey = lkey};
+	struct iw_sge sge = {.addr = (uintptr_t)req->data, .length = req->xfer_len,
+			     .lkey = lp->dmr->lkey};
 	struct iw_send_wr wr = {.wr_id = (uint64_t)WR_READ << 32 | s->idx, .sg_list = &sge,
 				.num_sge = 1, .opcode = IW_WR_RDMA_READ,
 				.send_flags = IW_SEND_SIGNALED}, *bad;
 	wr.wr.rdma.remote_addr = req->sgl.addr;
 	wr.wr.rdma.rkey = req->sgl.key;
 	s->st = S_READ;
-	return iw_post_send(s->conn->id->qp, &wr, &bad);
-}
-
-/* The slot's window over exactly the command's LBA range of the RAM
- * namespace, with remote write alone, for this host's QP alone (type 2):
- * the sink of its READ, posted when the bind completes (a Read's sink is
- * checked when it is posted). The key moves on with every bind, so an
- * STag a host saw never names a later grant. */
-static int post_bind(struct tr_slot *s, uint8_t *sink, struct iw_mr *mr)
-{
-	struct iw_send_wr wr = {.wr_id = (uint64_t)WR_BIND << 32 | s->idx,
-				.opcode = IW_WR_BIND_MW, .send_flags = IW_SEND_SIGNALED}, *bad;
-	s->win_key = iw_inc_rkey(s->mw->rkey);
-	wr.wr.bind_mw.mw = s->mw;
-	wr.wr.bind_mw.rkey = s->win_key;
-	wr.wr.bind_mw.bind_info = (struct iw_mw_bind_req){
-		.mr = mr, .addr = (uintptr_t)sink, .length = s->req.xfer_len,
-		.mw_access_flags = IW_ACCESS_REMOTE_WRITE};
-	s->st = S_BIND;
-	s->win = true;
-	s->sink = sink;
-	return iw_post_send(s->conn->id->qp, &wr, &bad);
-}
-
-/* Host data of a Write to a RAM namespace is placed there by the READ
- * itself (through the slot's window); anything else lands in the slot's
- * data buffer. */
-static void start_read(struct tr_loop *lp, struct tr_slot *s)
-{
-	struct tr_conn *c = s->conn;
-	struct tgt_req *req = &s->req;
-	uint32_t nsi = 0;
-	uint8_t *sink = s->mw && !s->win ? tgt_io_sink(req, &nsi) : NULL;
-	struct iw_mr *mr = sink ? lp->tr->ns_mr[nsi] : NULL;
 	c->reads_out++;
 	lp->write_reads += req->cmd.opc == NVME_IO_WRITE && c->q.qid;
-	int rc = mr ? post_bind(s, sink, mr) : post_read(s, req->data, lp->dmr->lkey);
+	int rc = iw_post_send(c->id->qp, &wr, &bad);
 	if (rc) {
 		c->reads_out--;
 		say(lp, "queue %u: posting an RDMA READ: %s", c->q.qid, strerror(rc));
@@ -525,30 +443,18 @@ static void on_send(struct tr_loop *lp, const struct iw_wc *wc)
 	struct tr_slot *s = &lp->slots[(uint32_t)wc->wr_id];
 	enum wr_kind kind = (enum wr_kind)(wc->wr_id >> 32);
 	struct tr_conn *c = s->conn;
-	if (kind == WR_WRITE || kind == WR_INV)
+	if (kind == WR_WRITE)
 		return; /* unsignaled: only errors come here, and the Send behind follows */
 	if (kind == WR_SEND) {
-		if (wc->status == IW_WC_SUCCESS)
-			s->win = false; /* the LOCAL_INV ahead of it ran */
 		release(lp, s);
 		return;
 	}
-	if (kind == WR_BIND && wc->status == IW_WC_SUCCESS && !c->dead) {
-		s->req.placed = true;
-		int rc = post_read(s, s->sink, s->win_key);
-		if (!rc)
-			return;
-		say(lp, "queue %u: posting an RDMA READ: %s", c->q.qid, strerror(rc));
-	}
 	c->reads_out--;
-	if (wc->status != IW_WC_SUCCESS || c->dead || kind == WR_BIND) {
-		if (wc->status != IW_WC_SUCCESS && wc->status != IW_WC_WR_FLUSH_ERR)
-			say(lp, "queue %u: %s failed: %s", c->q.qid,
-			    kind == WR_BIND ? "binding a window" : "RDMA READ",
-			    iw_wc_status_str(wc->status));
+	if (wc->status != IW_WC_SUCCESS || c->dead) {
+		if (wc->status != IW_WC_WR_FLUSH_ERR)
+			say(lp, "queue %u: RDMA READ failed: %s", c->q.qid, iw_wc_status_str(wc->status));
 		release(lp, s);
 	} else {
-		lp->placed += s->req.placed;
 		exec(lp, s);
 	}
 	if (!c->dead)
@@ -914,24 +820,6 @@ static void *page_alloc(size_t len)
 	return posix_memalign(&p, 4096, len) ? NULL : p;
 }
 
-/* A RAM namespace is registered once, with local write and window binding
- * only: no host can reach it but through the window of one of its own
- * Write commands (post_bind). */
-static int reg_namespaces(struct tr *tr)
-{
-	const struct tgt_cfg *cfg = &tr->t->cfg;
-	for (uint32_t i = 0; i < cfg->nns; i++) {
-		const struct tgt_ns *ns = &cfg->ns[i];
-		if (!ns->ram)
-			continue;
-		tr->ns_mr[i] = iw_reg_mr(tr->pd, ns->ram, ns->ram_len,
-					 IW_ACCESS_LOCAL_WRITE | IW_ACCESS_MW_BIND);
-		if (!tr->ns_mr[i])
-			return -1;
-	}
-	return 0;
-}
-
 static int setup_context(struct tr *tr)
 {
 	struct event_base *bases[TR_MAX_LOOPS];
@@ -947,7 +835,7 @@ static int setup_context(struct tr *tr)
 	tr->ctx = iw_context_new(&ca);
 	tr->pd = tr->ctx ? iw_alloc_pd(tr->ctx) : NULL;
 	tr->cm = tr->ctx ? iw_cm_create_channel(tr->ctx) : NULL;
-	return tr->pd && tr->cm ? reg_namespaces(tr) : -1;
+	return tr->pd && tr->cm ? 0 : -1;
 }
 
 static int setup_loop_verbs(struct tr_loop *lp)
@@ -974,13 +862,8 @@ static int setup_loop_verbs(struct tr_loop *lp)
 			    IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
 	if (!lp->rmr || !lp->dmr)
 		return -1;
-	bool ram = false;
-	for (uint32_t i = 0; i < tr->t->cfg.nns; i++)
-		ram |= tr->ns_mr[i] != NULL;
 	for (uint32_t i = tr->nslots; i-- > 0;) {
 		lp->slots[i].idx = i;
-		/* Without a window the slot's Writes copy (see start_read). */
-		lp->slots[i].mw = ram ? iw_alloc_mw(tr->pd, IW_MW_TYPE_2) : NULL;
 		spare_push(lp, &lp->slots[i]);
 	}
 	refill(lp);
@@ -1127,9 +1010,6 @@ static void loop_free(struct tr_loop *lp)
 		if (m != &lp->stop)
 			free(m);
 	}
-	for (uint32_t i = 0; lp->slots && i < lp->tr->nslots; i++)
-		if (iw_dealloc_mw(lp->slots[i].mw))
-			fprintf(stderr, "iwarp-nvmet: a window of loop %u is still in use\n", lp->idx);
 	iw_destroy_srq(lp->srq);
 	iw_dereg_mr(lp->rmr);
 	iw_dereg_mr(lp->dmr);
@@ -1149,14 +1029,9 @@ static void summary(const struct tr *tr)
 {
 	for (uint32_t i = 0; i < tr->nloops; i++) {
 		const struct tr_loop *lp = &tr->loops[i];
-		uint32_t bound = 0; /* windows not yet invalidated or freed: none, once all is done */
-		for (uint32_t j = 0; j < tr->nslots; j++)
-			bound += lp->slots[j].win;
 		printf("iwarp-nvmet: loop %u: %" PRIu64 " commands, %" PRIu64 " queues (%" PRIu64
-		       " I/O), %" PRIu64 " writes by RDMA READ (%" PRIu64 " placed in the namespace,"
-		       " %u windows bound), %.3f s CPU\n",
-		       i, lp->cmds, lp->queues, lp->io_queues, lp->write_reads, lp->placed, bound,
-		       lp->cpu_s);
+		       " I/O), %" PRIu64 " writes by RDMA READ, %.3f s CPU\n",
+		       i, lp->cmds, lp->queues, lp->io_queues, lp->write_reads, lp->cpu_s);
 	}
 	fflush(stdout);
 }
@@ -1173,8 +1048,6 @@ static void teardown(struct tr *tr, uint32_t started)
 		summary(tr);
 	for (uint32_t i = 0; i < tr->nloops && tr->loops[i].base; i++)
 		loop_free(&tr->loops[i]);
-	for (uint32_t i = 0; i < TGT_MAX_NS; i++)
-		iw_dereg_mr(tr->ns_mr[i]);
 	iw_cm_destroy_channel(tr->cm);
 	iw_dealloc_pd(tr->pd);
 	iw_context_free(tr->ctx);
