@@ -80,6 +80,12 @@ static volatile uint32_t *credit_word(struct bw_run *b, uint32_t i)
 	return &b->s->ctrl[b->s->nqp + i];
 }
 
+/* SEND: the receiver's credits allow no further message on QP i. */
+static bool no_credit(struct bw_run *b, uint32_t i)
+{
+	return (uint32_t)(b->q[i].scnt + 1) - *credit_word(b, i) >= b->rx_depth;
+}
+
 /* More to post on q: up to the count, or until the deadline and then
  * one more if the last one posted was unsignaled. Messages after the
  * last signaled one complete unseen and were not counted: a thread
@@ -100,12 +106,7 @@ static bool may_post(struct bw_run *b, uint32_t i, double now)
 		return false;
 	if (q->scnt - q->ccnt >= b->s->o.tx_depth)
 		return false;
-	if (b->s->o.test == PT_SEND) {
-		uint32_t window = (uint32_t)(q->scnt + 1) - *credit_word(b, i);
-		if (window >= b->rx_depth)
-			return false;
-	}
-	return true;
+	return b->s->o.test != PT_SEND || !no_credit(b, i);
 }
 
 /* The next data WR of QP i into wr and sge, counted as posted. */
@@ -145,7 +146,7 @@ static bool fence_due(struct bw_run *b, uint32_t i, double now)
 	const struct bw_qp *q = &b->q[i];
 	if (!b->timed || now < b->deadline || q->scnt == q->last_sig || b->s->o.test != PT_SEND)
 		return false;
-	return (uint32_t)(q->scnt + 1) - *credit_word(b, i) >= b->rx_depth;
+	return no_credit(b, i);
 }
 
 /* Close the count instead with a signaled zero-length RDMA WRITE, which
@@ -356,7 +357,7 @@ static bool credit_bound(struct bw_run *b, double now)
 		uint32_t i = b->qp[k];
 		struct bw_qp *q = &b->q[i];
 		if (more_to_post(b, q, now) && q->scnt - q->ccnt < b->s->o.tx_depth &&
-		    (uint32_t)(q->scnt + 1) - *credit_word(b, i) >= b->rx_depth)
+		    no_credit(b, i))
 			return true;
 	}
 	return false;
