@@ -233,6 +233,14 @@ if [ $? -eq 0 ] && grep -q 'iWARP/TCP' "$TMP/client.out" &&
 else
 	bad "--tcp (loopback)"
 fi
+# -l: the raw TCP sender writes lists too (writev), within a depth and a
+# count that the list size does not divide.
+$TO "$PERF" --test send -s 4096 -n 301 -t 40 -l 16 --tcp >"$TMP/client.out" 2>&1
+if [ $? -eq 0 ] && rows "$TMP/client.out" | awk '{ if ($NF + 0 <= 0) exit 1 }'; then
+	ok "-l 16 --tcp prints a ratio"
+else
+	bad "-l 16 --tcp"
+fi
 pair "send_lat --tcp" 1 --test send_lat -n 200 --tcp
 grep -q "iWARP/TCP" "$TMP/client.out" && ok "--tcp ratio, busy-polling" || bad "--tcp busy-polling: no ratio"
 pair "write_lat --tcp --no-poll" 1 --test write_lat -n 200 --tcp --no-poll
