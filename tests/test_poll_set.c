@@ -199,6 +199,83 @@ START_TEST(test_others)
 }
 END_TEST
 
+/* iw_progress's hook for test_progress_quiet: counts the visits to each of
+ * two QPs; the first moves octets while hot_ret says so, the second when
+ * quiet_ret does. */
+static struct iw_qp *pq[2];
+static int pq_seen[2];
+static unsigned hot_ret, quiet_ret;
+
+static unsigned hook_quiet(struct iw_qp *qp)
+{
+	int i = qp == pq[1];
+	pq_seen[i]++;
+	return i ? quiet_ret : hot_ret;
+}
+
+static void walks(struct ps_env *e, int n)
+{
+	for (int i = 0; i < n; i++)
+		iw_progress(e->ctx);
+}
+
+static void seen_reset(void)
+{
+	pq_seen[0] = pq_seen[1] = 0;
+}
+
+/* iw_progress visits a QP that has moved nothing for
+ * IW_PROGRESS_QUIET_AFTER visits at one walk in IW_PROGRESS_QUIET_EVERY
+ * while another QP moves octets (an idle connection cost a busy-polling
+ * thread one system call per walk); at every walk once it moves octets
+ * itself, while it has output queued, and while every QP is quiet. */
+START_TEST(test_progress_quiet)
+{
+	struct ps_env e;
+	env_init(&e);
+	e.ctx->progress = hook_quiet;
+	pq[0] = qp_new(&e, e.a, e.a);
+	pq[1] = qp_new(&e, e.b, e.b);
+	hot_ret = 1;
+	quiet_ret = 0;
+	seen_reset();
+	walks(&e, IW_PROGRESS_QUIET_AFTER);
+	ck_assert_int_eq(pq_seen[0], IW_PROGRESS_QUIET_AFTER);
+	ck_assert_int_eq(pq_seen[1], IW_PROGRESS_QUIET_AFTER);
+	seen_reset();
+	walks(&e, 3 * IW_PROGRESS_QUIET_EVERY);
+	ck_assert_int_eq(pq_seen[0], 3 * IW_PROGRESS_QUIET_EVERY);
+	ck_assert_int_eq(pq_seen[1], 3);
+	/* Output queued: visited at every walk (the visit writes it). */
+	pq[1]->txq = (struct iw_txq *)&e;
+	seen_reset();
+	walks(&e, 5);
+	pq[1]->txq = NULL;
+	ck_assert_int_eq(pq_seen[1], 5);
+	/* It moves octets on its turn: at every walk from then on. */
+	quiet_ret = 1;
+	walks(&e, IW_PROGRESS_QUIET_EVERY);
+	seen_reset();
+	walks(&e, 7);
+	ck_assert_int_eq(pq_seen[1], 7);
+	/* Everything quiet: once the last octets are IW_PROGRESS_HOT_WALKS
+	 * walks old, every QP is visited at every walk again. */
+	hot_ret = quiet_ret = 0;
+	walks(&e, IW_PROGRESS_HOT_WALKS - IW_PROGRESS_QUIET_EVERY);
+	seen_reset();
+	walks(&e, IW_PROGRESS_QUIET_EVERY);
+	ck_assert_int_eq(pq_seen[1], 1); /* the octets are recent enough */
+	walks(&e, IW_PROGRESS_QUIET_EVERY);
+	seen_reset();
+	walks(&e, 9);
+	ck_assert_int_eq(pq_seen[0], 9);
+	ck_assert_int_eq(pq_seen[1], 9);
+	ck_assert_int_eq(iw_destroy_qp(pq[0]), 0);
+	ck_assert_int_eq(iw_destroy_qp(pq[1]), 0);
+	env_fini(&e);
+}
+END_TEST
+
 struct detach_arg {
 	struct iw_qp *qp;
 	atomic_bool done;
@@ -256,6 +333,7 @@ Suite *suite_poll_set(void)
 	tcase_add_test(tc, test_membership);
 	tcase_add_test(tc, test_same_call);
 	tcase_add_test(tc, test_others);
+	tcase_add_test(tc, test_progress_quiet);
 	tcase_add_test(tc, test_detach_barrier);
 	suite_add_tcase(s, tc);
 	return s;

@@ -265,7 +265,11 @@ int iw_context_free(struct iw_context *ctx);
  * arrived and completes work requests on the calling thread, and
  * iw_progress does the same for every connection of the context (for an
  * application that polls several CQs, or waits for an RDMA Write to land
- * in its memory). iw_post_send writes on the calling thread in either
+ * in its memory); while some connection has delivered octets within
+ * the last 4096 calls, one that has delivered nothing for 256 visits in a
+ * row is read at one call in 64 until it delivers again (an idle
+ * connection would cost every call a system call), unless it has output
+ * queued. iw_post_send writes on the calling thread in either
  * mode while the socket takes the octets, and a polling thread writes
  * what a full socket left queued at each visit, while the loop waits for
  * room once (not once per poll). An iw_poll_cq that finds nothing also

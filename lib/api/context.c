@@ -221,5 +221,5 @@ IW_EXPORT int iw_progress(struct iw_context *ctx)
 		return -EINVAL;
 	if (!ctx->poll_mode)
 		return 0;
-	return (int)iw_poll_set_run(&ctx->poll, ctx->progress);
+	return (int)iw_poll_set_run_quiet(&ctx->poll, ctx->progress);
 }

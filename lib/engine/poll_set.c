@@ -14,6 +14,7 @@ int iw_poll_set_init(struct iw_poll_set *s)
 {
 	s->qps = NULL;
 	s->n = s->cap = 0;
+	s->walks = s->hot_walk = 0;
 	/* Writers (connection setup and teardown) must not starve behind
 	 * threads that poll without pause. */
 	pthread_rwlockattr_t a;
@@ -77,6 +78,43 @@ unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp)
 	return got;
 }
 
+#define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define LOOSE_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* Quiet for long, nothing to write, and the walk's turn is not its own
+ * (the turns of several quiet QPs are spread over the walks). */
+static bool skip_quiet(struct iw_qp *qp, unsigned walk, uint32_t i)
+{
+	return PEEK(qp->progress_quiet) >= IW_PROGRESS_QUIET_AFTER &&
+	       (walk + i) % IW_PROGRESS_QUIET_EVERY && !PEEK(qp->txq);
+}
+
+static unsigned visit_count(struct iw_qp *qp, unsigned (*fn)(struct iw_qp *qp))
+{
+	unsigned got = fn(qp), q = PEEK(qp->progress_quiet);
+	if (got && q)
+		LOOSE_STORE(qp->progress_quiet, 0);
+	else if (!got && q < IW_PROGRESS_QUIET_AFTER)
+		LOOSE_STORE(qp->progress_quiet, q + 1);
+	return got;
+}
+
+unsigned iw_poll_set_run_quiet(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp))
+{
+	unsigned walk = PEEK(s->walks) + 1;
+	LOOSE_STORE(s->walks, walk);
+	bool hot = walk - PEEK(s->hot_walk) <= IW_PROGRESS_HOT_WALKS;
+	unsigned got = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	for (uint32_t i = 0; i < s->n; i++)
+		if (!hot || !skip_quiet(s->qps[i], walk, i))
+			got += visit_count(s->qps[i], fn);
+	pthread_rwlock_unlock(&s->lock);
+	if (got)
+		LOOSE_STORE(s->hot_walk, walk);
+	return got;
+}
+
 unsigned iw_poll_set_run_cq(struct iw_poll_set *s, const struct iw_cq *cq,
 			    unsigned (*claim)(struct iw_qp *qp), unsigned (*visit)(struct iw_qp *qp))
 {
@@ -105,8 +143,6 @@ unsigned iw_poll_set_run_others(struct iw_poll_set *s, const struct iw_cq *cq,
 }
 
 /* ------------------------------------------------------------ QPs */
-
-#define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 bool iw_qp_rx_feeds(const struct iw_qp *qp, const struct iw_cq *cq)
 {
