@@ -106,10 +106,17 @@ cap_start() {
 	# --immediate-mode: libpcap's TPACKET_V3 ring otherwise hands packets
 	# over in blocks, up to a second late, and a capture stopped sooner
 	# loses them all ("10 packets received by filter, 0 captured").
-	# -B 32768 (KiB): a ring that holds a whole burst (a 1 MiB ping is
-	# about 1500 frames) while tcpdump is starved of CPU; with the default
-	# 2 MiB, a busy host lost hundreds of frames of one 1 MiB READ.
-	ip netns exec "$IWI_NETNS" tcpdump -i "$IWI_BRIDGE" -s 0 -B 32768 -U --immediate-mode \
+	# -B 131072 (KiB) and -s 65549: a ring that holds a whole burst (a
+	# 1 MiB ping is about 1500 frames) while tcpdump is starved of CPU.
+	# In immediate mode libpcap uses TPACKET_V2, whose ring has one slot
+	# per frame sized for the snapshot length (the MTU is not used: the
+	# bridge has offloads on, and the host's own frames are GSO frames up
+	# to 64 KiB). With -s 0 (262144) a 32 MiB ring had 128 slots, and a
+	# busy host lost 1,557 of the 5,600 1514-octet frames perftest's
+	# ib_write_bw -s 4096 sent from the guest. 65549 is the largest frame
+	# (an IP datagram of 65535 octets and its Ethernet header): about
+	# 2,000 slots.
+	ip netns exec "$IWI_NETNS" tcpdump -i "$IWI_BRIDGE" -s 65549 -B 131072 -U --immediate-mode \
 		-w "$IWI_OUT/$name.pcap" "$filter" >"$IWI_OUT/$name.tcpdump.log" 2>&1 &
 	echo $! >"$IWI_OUT/$name.cap.pid"
 	# tcpdump says "listening on" once the capture is open
