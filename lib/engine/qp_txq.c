@@ -213,12 +213,23 @@ static size_t txq_flat_at(struct iw_qp *qp, uint8_t *dst, size_t cap, const uint
 	return n;
 }
 
+/* Could the FPDU fit in IW_TXQ_COPY_MAX octets at all? Not if its header
+ * and first payload piece do not. A larger one (a 4 KiB Write or Send, one
+ * piece) went through iw_fpdu_encode_flat's checks only to be declined, on
+ * every FPDU. */
+static bool flat_may_fit(size_t hdr_len, const struct iovec *pay, int pay_cnt)
+{
+	return hdr_len + (pay_cnt > 0 ? pay[0].iov_len : 0) <= IW_TXQ_COPY_MAX;
+}
+
 /* A small FPDU is framed straight into the header area, where the copy in
  * iw_txq_fpdu would put it: no iovec layout, one CRC call. false: frame it
  * another way. */
 static bool txq_fpdu_flat(struct iw_qp *qp, const uint8_t *hdr, size_t hdr_len,
 			  const struct iovec *pay, int pay_cnt)
 {
+	if (!flat_may_fit(hdr_len, pay, pay_cnt))
+		return false;
 	struct iw_txq *q = qp->txq;
 	size_t room = IW_TXQ_HDR - q->hdr_used;
 	size_t n = txq_flat_at(qp, q->hdr + q->hdr_used,
