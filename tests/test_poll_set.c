@@ -224,11 +224,14 @@ static void seen_reset(void)
 	pq_seen[0] = pq_seen[1] = 0;
 }
 
-/* iw_progress visits a QP that has moved nothing for
- * IW_PROGRESS_QUIET_AFTER visits at one walk in IW_PROGRESS_QUIET_EVERY
- * while another QP moves octets (an idle connection cost a busy-polling
- * thread one system call per walk); at every walk once it moves octets
- * itself, while it has output queued, and while every QP is quiet. */
+/* iw_progress visits a QP whose last octets are more than
+ * IW_PROGRESS_QUIET_AFTER walks older than another QP's at one walk in
+ * IW_PROGRESS_QUIET_EVERY (an idle connection cost a busy-polling thread
+ * one system call per walk); at every walk once it moves octets itself,
+ * while it has output queued, and while the set's last octets are more
+ * than IW_PROGRESS_HOT_WALKS walks old. The QP that moved the last
+ * octets is read at every walk however long ago that was (a slow
+ * ping-pong's one connection). */
 START_TEST(test_progress_quiet)
 {
 	struct ps_env e;
@@ -239,37 +242,41 @@ START_TEST(test_progress_quiet)
 	hot_ret = 1;
 	quiet_ret = 0;
 	seen_reset();
-	walks(&e, IW_PROGRESS_QUIET_AFTER);
-	ck_assert_int_eq(pq_seen[0], IW_PROGRESS_QUIET_AFTER);
-	ck_assert_int_eq(pq_seen[1], IW_PROGRESS_QUIET_AFTER);
+	walks(&e, IW_PROGRESS_QUIET_AFTER + 1);
+	ck_assert_int_eq(pq_seen[0], IW_PROGRESS_QUIET_AFTER + 1);
+	ck_assert_int_eq(pq_seen[1], IW_PROGRESS_QUIET_AFTER + 1);
 	seen_reset();
 	walks(&e, 3 * IW_PROGRESS_QUIET_EVERY);
 	ck_assert_int_eq(pq_seen[0], 3 * IW_PROGRESS_QUIET_EVERY);
 	ck_assert_int_eq(pq_seen[1], 3);
+	/* The busy QP goes quiet for long: it is still read at every walk,
+	 * the other one still on its turns only. */
+	hot_ret = 0;
+	seen_reset();
+	walks(&e, 2 * IW_PROGRESS_QUIET_AFTER);
+	ck_assert_int_eq(pq_seen[0], 2 * IW_PROGRESS_QUIET_AFTER);
+	ck_assert_int_eq(pq_seen[1], 2 * IW_PROGRESS_QUIET_AFTER / IW_PROGRESS_QUIET_EVERY);
 	/* Output queued: visited at every walk (the visit writes it). */
 	pq[1]->txq = (struct iw_txq *)&e;
 	seen_reset();
 	walks(&e, 5);
 	pq[1]->txq = NULL;
 	ck_assert_int_eq(pq_seen[1], 5);
-	/* It moves octets on its turn: at every walk from then on. */
-	quiet_ret = 1;
+	/* It moves octets on its turn: at every walk from then on (the
+	 * other one too, from its own turn). */
+	hot_ret = quiet_ret = 1;
 	walks(&e, IW_PROGRESS_QUIET_EVERY);
 	seen_reset();
 	walks(&e, 7);
 	ck_assert_int_eq(pq_seen[1], 7);
-	/* Everything quiet: once the last octets are IW_PROGRESS_HOT_WALKS
-	 * walks old, every QP is visited at every walk again. */
+	ck_assert_int_eq(pq_seen[0], 7);
+	/* Both quiet since the same walk: neither is quieter, both are read
+	 * at every walk, within the hot window and after it. */
 	hot_ret = quiet_ret = 0;
-	walks(&e, IW_PROGRESS_HOT_WALKS - IW_PROGRESS_QUIET_EVERY);
 	seen_reset();
-	walks(&e, IW_PROGRESS_QUIET_EVERY);
-	ck_assert_int_eq(pq_seen[1], 1); /* the octets are recent enough */
-	walks(&e, IW_PROGRESS_QUIET_EVERY);
-	seen_reset();
-	walks(&e, 9);
-	ck_assert_int_eq(pq_seen[0], 9);
-	ck_assert_int_eq(pq_seen[1], 9);
+	walks(&e, IW_PROGRESS_HOT_WALKS + 9);
+	ck_assert_int_eq(pq_seen[0], IW_PROGRESS_HOT_WALKS + 9);
+	ck_assert_int_eq(pq_seen[1], IW_PROGRESS_HOT_WALKS + 9);
 	ck_assert_int_eq(iw_destroy_qp(pq[0]), 0);
 	ck_assert_int_eq(iw_destroy_qp(pq[1]), 0);
 	env_fini(&e);

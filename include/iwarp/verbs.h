@@ -266,8 +266,8 @@ int iw_context_free(struct iw_context *ctx);
  * iw_progress does the same for every connection of the context (for an
  * application that polls several CQs, or waits for an RDMA Write to land
  * in its memory); while some connection has delivered octets within
- * the last 4096 calls, one that has delivered nothing for 256 visits in a
- * row is read at one call in 64 until it delivers again (an idle
+ * the last 4096 calls, one whose last octets came more than 256 calls
+ * before those is read at one call in 64 until it delivers again (an idle
  * connection would cost every call a system call), unless it has output
  * queued. iw_post_send writes on the calling thread in either
  * mode while the socket takes the octets, and a polling thread writes

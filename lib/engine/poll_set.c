@@ -81,34 +81,36 @@ unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp)
 #define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define LOOSE_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
-/* Quiet for long, nothing to write, and the walk's turn is not its own
- * (the turns of several quiet QPs are spread over the walks). */
-static bool skip_quiet(struct iw_qp *qp, unsigned walk, uint32_t i)
+/* Quiet for long before the set's last octets (hot_walk, read when the
+ * walk began: a QP that moved octets in this walk is later, and never
+ * skipped), nothing to write, and the walk's turn is not its own (the
+ * turns of several quiet QPs are spread over the walks). Relative to the
+ * others, not to the walk: the one connection of a slow ping-pong, quiet
+ * for many walks between messages, is still read at every walk. */
+static bool skip_quiet(struct iw_qp *qp, unsigned hot_walk, unsigned walk, uint32_t i)
 {
-	return PEEK(qp->progress_quiet) >= IW_PROGRESS_QUIET_AFTER &&
+	return (int)(hot_walk - PEEK(qp->progress_got)) > IW_PROGRESS_QUIET_AFTER &&
 	       (walk + i) % IW_PROGRESS_QUIET_EVERY && !PEEK(qp->txq);
 }
 
-static unsigned visit_count(struct iw_qp *qp, unsigned (*fn)(struct iw_qp *qp))
+static unsigned visit_count(struct iw_qp *qp, unsigned (*fn)(struct iw_qp *qp), unsigned walk)
 {
-	unsigned got = fn(qp), q = PEEK(qp->progress_quiet);
-	if (got && q)
-		LOOSE_STORE(qp->progress_quiet, 0);
-	else if (!got && q < IW_PROGRESS_QUIET_AFTER)
-		LOOSE_STORE(qp->progress_quiet, q + 1);
+	unsigned got = fn(qp);
+	if (got)
+		LOOSE_STORE(qp->progress_got, walk);
 	return got;
 }
 
 unsigned iw_poll_set_run_quiet(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp))
 {
-	unsigned walk = PEEK(s->walks) + 1;
+	unsigned walk = PEEK(s->walks) + 1, hot_walk = PEEK(s->hot_walk);
 	LOOSE_STORE(s->walks, walk);
-	bool hot = walk - PEEK(s->hot_walk) <= IW_PROGRESS_HOT_WALKS;
+	bool hot = walk - hot_walk <= IW_PROGRESS_HOT_WALKS;
 	unsigned got = 0;
 	pthread_rwlock_rdlock(&s->lock);
 	for (uint32_t i = 0; i < s->n; i++)
-		if (!hot || !skip_quiet(s->qps[i], walk, i))
-			got += visit_count(s->qps[i], fn);
+		if (!hot || !skip_quiet(s->qps[i], hot_walk, walk, i))
+			got += visit_count(s->qps[i], fn, walk);
 	pthread_rwlock_unlock(&s->lock);
 	if (got)
 		LOOSE_STORE(s->hot_walk, walk);
@@ -179,6 +181,9 @@ int iw_qp_poll_join(struct iw_qp *qp)
 {
 	struct iw_poll_set *v[3];
 	qp_sets(qp, v);
+	/* New is not quiet: iw_progress reads it at every walk until it has
+	 * been quiet for long before another QP's octets. */
+	qp->progress_got = PEEK(v[0]->walks);
 	for (int i = 0; i < 3; i++) {
 		if (v[i] && iw_poll_set_add(v[i], qp)) {
 			while (i-- > 0)

@@ -31,11 +31,12 @@ struct iw_poll_set {
 	unsigned walks, hot_walk;
 };
 
-/* iw_poll_set_run_quiet: a QP whose last IW_PROGRESS_QUIET_AFTER visits
- * moved nothing is visited at one walk in IW_PROGRESS_QUIET_EVERY while
- * some QP of the set moved octets within the last IW_PROGRESS_HOT_WALKS
- * walks (a ping-pong's walks between two messages, even on a loaded
- * machine where one walk is a system call of 0.1-0.2 us). */
+/* iw_poll_set_run_quiet: a QP whose last octets are more than
+ * IW_PROGRESS_QUIET_AFTER walks older than the set's last octets is
+ * visited at one walk in IW_PROGRESS_QUIET_EVERY, while those are at
+ * most IW_PROGRESS_HOT_WALKS walks old (a ping-pong's walks between two
+ * messages, even on a loaded machine where one walk is a system call of
+ * 0.1-0.2 us). */
 #define IW_PROGRESS_QUIET_AFTER 256
 #define IW_PROGRESS_QUIET_EVERY 64
 #define IW_PROGRESS_HOT_WALKS 4096
@@ -49,7 +50,7 @@ void iw_poll_set_del(struct iw_poll_set *s, struct iw_qp *qp);
 /* fn(qp) for each QP under the read lock; the sum of what it returned. */
 unsigned iw_poll_set_run(struct iw_poll_set *s, unsigned (*fn)(struct iw_qp *qp));
 /* The same for a context's set (iw_progress), leaving out most of the
- * time the QPs that have long been quiet while others are not: a thread
+ * time the QPs that were quiet long before others last moved octets: a thread
  * that spins in iw_progress for one connection's octets otherwise pays a
  * system call per walk for every idle connection of the context (the
  * spin grows, and so does the wait to see what arrived). While every QP

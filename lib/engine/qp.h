@@ -208,7 +208,7 @@ struct iw_qp {
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	unsigned events;      /* IW_QPE_* not yet taken by the glue */
 	void *glue;           /* the glue's connection object */
-	unsigned progress_quiet; /* iw_progress's visits in a row that moved nothing (loose) */
+	unsigned progress_got; /* iw_progress's walk that last moved its octets (loose) */
 	void (*wake)(struct iw_qp *qp); /* glue: tx work posted (may be NULL) */
 
 	/* send queue ring: [sq_head, sq_tail) posted, [sq_head, sq_next) started */
