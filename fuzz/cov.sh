@@ -47,9 +47,13 @@ for t in "$@"; do
 		status=1
 		continue
 	fi
+	# The objects of sources compiled without comparison tracing
+	# (fuzz/nocmp/, Makefile.am's FUZZ_NOCMP) carry the sanitizers:
+	# their sources go in their place.
 	cmd=$(printf '%s\n' "$cmd" | sed -e \
 		's/-fsanitize=[^ ]*/-fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping/' \
-		-e "s|-o fuzz/$t[[:space:]]|-o $out/$t |")
+		-e "s|-o fuzz/$t[[:space:]]|-o $out/$t |" \
+		-e "s|[[:space:]]fuzz/nocmp/\([^[:space:]]*\)\.o| $srcdir/\1.c|g")
 	if ! sh -c "$cmd" >"$out/$t.build.log" 2>&1; then
 		echo "fuzz/cov.sh: building $out/$t failed; see $out/$t.build.log" >&2
 		status=1
