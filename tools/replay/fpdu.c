@@ -85,8 +85,6 @@ void rp_fpdu_dec_init(struct rp_fpdu_dec *d, bool crc, bool markers, bool siw, u
 	d->pos = stream_off;
 	d->ops = ops;
 	d->ctx = ctx;
-	d->raw = rp_xmalloc(RP_FPDU_WIRE_MAX);
-	d->plain = rp_xmalloc(RP_FPDU_WIRE_MAX);
 	/* The CRC is checked here, on the kept octets: the decoder must not
 	 * stop at a bad one. */
 	iw_fpdu_rx_init(&d->rx, crc, markers, stream_off, 0, IW_RX_SKIP_CRC);
@@ -95,33 +93,33 @@ void rp_fpdu_dec_init(struct rp_fpdu_dec *d, bool crc, bool markers, bool siw, u
 
 void rp_fpdu_dec_free(struct rp_fpdu_dec *d)
 {
-	free(d->raw);
+	rp_buf_free(&d->raw);
 	free(d->plain);
-	d->raw = d->plain = NULL;
+	d->plain = NULL;
+	d->plain_cap = 0;
 }
 
 static void raw_add(struct rp_fpdu_dec *d, const uint8_t *p, size_t n, const struct rp_feed_meta *m)
 {
 	if (n == 0)
 		return;
-	if (d->raw_len == 0) {
+	if (d->raw.len == 0) {
 		d->raw_off = d->pos;
 		d->first_frame = m->frame;
 		if (d->ops->start)
 			d->ops->start(d->ctx);
 	}
 	/* The decoder never lets an FPDU grow past its largest size. */
-	if (d->raw_len + n > RP_FPDU_WIRE_MAX)
-		n = RP_FPDU_WIRE_MAX - d->raw_len;
-	memcpy(d->raw + d->raw_len, p, n);
-	d->raw_len += n;
+	if (d->raw.len + n > RP_FPDU_WIRE_MAX)
+		n = RP_FPDU_WIRE_MAX - d->raw.len;
+	rp_buf_append(&d->raw, p, n);
 }
 
 /* Start the library decoder afresh at the current position. */
 static void restart(struct rp_fpdu_dec *d)
 {
 	iw_fpdu_rx_init(&d->rx, d->crc, d->markers, d->pos, 0, IW_RX_SKIP_CRC);
-	d->raw_len = 0;
+	d->raw.len = 0;
 	d->state = DEC_FEED;
 }
 
@@ -129,7 +127,12 @@ static void complete(struct rp_fpdu_dec *d, enum iw_wire_err err, const struct r
 {
 	struct rp_fpdu f;
 
-	rp_fpdu_describe(&f, d->raw, d->raw_len, d->raw_off, d->crc, d->markers, d->siw, d->plain);
+	if (d->plain_cap < d->raw.len) {
+		d->plain_cap = d->raw.cap;
+		free(d->plain);
+		d->plain = rp_xmalloc(d->plain_cap);
+	}
+	rp_fpdu_describe(&f, d->raw.p, d->raw.len, d->raw_off, d->crc, d->markers, d->siw, d->plain);
 	/* A siw Terminate fails the RFC parse but reads well the siw way. */
 	if (err == IW_WERR_RDMAP_TERM && f.u.term_siw && f.u.err == IW_WERR_NONE)
 		err = IW_WERR_NONE;
@@ -139,7 +142,7 @@ static void complete(struct rp_fpdu_dec *d, enum iw_wire_err err, const struct r
 		d->msgs++;
 	d->resync = false;
 	d->ops->fpdu(d->ctx, &f, d->first_frame, m);
-	d->raw_len = 0;
+	d->raw.len = 0;
 }
 
 /* ULPDU_Length of the FPDU in raw, past a leading marker. */
@@ -147,9 +150,9 @@ static bool raw_ulpdu_len(const struct rp_fpdu_dec *d, uint16_t *len)
 {
 	size_t at = (d->markers && (d->raw_off & MARKER_MASK) == 0) ? IW_MPA_MARKER_LEN : 0;
 
-	if (d->raw_len < at + 2)
+	if (d->raw.len < at + 2)
 		return false;
-	*len = (uint16_t)rp_get_be(d->raw + at, 2);
+	*len = (uint16_t)rp_get_be(d->raw.p + at, 2);
 	return true;
 }
 
@@ -159,13 +162,13 @@ static void decoder_failed(struct rp_fpdu_dec *d, const struct rp_feed_meta *m)
 	uint16_t len;
 
 	if (d->resync) { /* that segment did not start an FPDU after all */
-		d->raw_len = 0;
+		d->raw.len = 0;
 		d->state = DEC_LOST;
 		return;
 	}
 	if (err == IW_WERR_FPDU_MARKER || !raw_ulpdu_len(d, &len)) {
 		d->ops->error(d->ctx, d->rx.err_off, err, m);
-		d->raw_len = 0;
+		d->raw.len = 0;
 		d->state = DEC_LOST;
 		return;
 	}
@@ -238,19 +241,19 @@ void rp_fpdu_dec_feed(struct rp_fpdu_dec *d, const uint8_t *p, size_t n,
 
 void rp_fpdu_dec_gap(struct rp_fpdu_dec *d, uint32_t next)
 {
-	if (d->raw_len && !d->resync)
-		d->ops->lost(d->ctx, d->raw_off, d->raw_len, false);
-	d->raw_len = 0;
+	if (d->raw.len && !d->resync)
+		d->ops->lost(d->ctx, d->raw_off, d->raw.len, false);
+	d->raw.len = 0;
 	d->pos = next;
 	d->state = DEC_LOST;
 }
 
 size_t rp_fpdu_dec_finish(struct rp_fpdu_dec *d)
 {
-	size_t have = d->resync ? 0 : d->raw_len;
+	size_t have = d->resync ? 0 : d->raw.len;
 
 	if (have)
 		d->ops->lost(d->ctx, d->raw_off, have, true);
-	d->raw_len = 0;
+	d->raw.len = 0;
 	return have;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "rp.h"
+#include "util.h"
 
 /* An FPDU's largest extent on the wire, markers included. */
 #define RP_FPDU_WIRE_MAX \
@@ -52,10 +53,14 @@ struct rp_fpdu_dec {
 	uint32_t skip_end;         /* stepping over a bad FPDU up to here */
 	enum iw_wire_err skip_err;
 	bool resync;               /* not yet known to be on an FPDU boundary */
-	uint8_t *raw;              /* the current FPDU's wire octets */
-	size_t raw_len;
+	/* The current FPDU's wire octets, and the same with the markers
+	 * taken out. Both grow to the largest FPDU the stream carried, not
+	 * to RP_FPDU_WIRE_MAX up front: a capture of many connections with
+	 * small FPDUs would otherwise hold 4 x 66 KiB per connection. */
+	struct rp_buf raw;
 	uint32_t raw_off;
-	uint8_t *plain;            /* ... with the markers taken out */
+	uint8_t *plain;
+	size_t plain_cap;
 	uint64_t first_frame;
 	uint64_t n;                /* FPDUs reported */
 	uint64_t msgs;             /* of which with the DDP L bit */
