@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# usage: fuzz/run.sh [SECONDS]     (from the build directory; `make fuzz-run`,
-#                                  `make fuzz-long`)
+# usage: fuzz/run.sh [SECONDS [TARGET...]]  (from the build directory;
+#                                  `make fuzz-run`, `make fuzz-long`)
 #
 # Runs every libFuzzer target that `make fuzz` built for SECONDS each
 # (default 60), starting from the minimized corpus committed in the tree
@@ -15,6 +15,16 @@
 # naming the failed targets, each failure's ERROR/SUMMARY lines repeated
 # below it: CI shows only the tail of the output.
 # Exits non-zero if a target crashed or could not run.
+#
+# For campaigns (make fuzz-long) on a machine that does other work:
+#   FUZZ_JOBS=N      run the targets in N lanes at once (dealt in turn),
+#                    each lane one target at a time; default 1
+#   FUZZ_NICE=K      run the fuzzers at nice K (idle cycles only at 19)
+#   FUZZ_TIMEOUT=S   libFuzzer's -timeout (default 10). It is wall-clock
+#                    time: at nice 19 under load an input can wait longer
+#                    than 10 s for a CPU, which libFuzzer reports as a hang
+#                    (seen: three "timeouts" in one campaign whose inputs
+#                    ran in under 0.2 s alone). Campaigns use 900.
 set -u
 
 secs=${1:-60}
@@ -35,8 +45,14 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=16}
 export ASAN_OPTIONS
 case $secs in '' | *[!0-9]*) echo "run.sh: SECONDS must be a number" >&2; exit 2 ;; esac
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
+shift $(($# > 0 ? 1 : 0))
 targets="fuzz_mpa_frame fuzz_fpdu_rx fuzz_qp_rx fuzz_nvmf_capsule"
 targets="$targets fuzz_replay_capture fuzz_replay_reasm fuzz_pcap_roundtrip fuzz_conn"
+[ $# -gt 0 ] && targets="$*"
+jobs=${FUZZ_JOBS:-1}
+nice=${FUZZ_NICE:-0}
+tmo=${FUZZ_TIMEOUT:-10}
+case $jobs$nice$tmo in *[!0-9]*) echo "run.sh: FUZZ_JOBS, FUZZ_NICE and FUZZ_TIMEOUT are numbers" >&2; exit 2 ;; esac
 
 # Vector files: $IW_VECTOR_DIR, else the tree's rfc-vectors/, else the
 # shared reference set the tree's files were copied from.
@@ -82,18 +98,15 @@ target_flags() {
 	esac
 }
 
-status=0
-failed=
-table=
-for t in $targets; do
+# One target: its log in fuzz/TARGET.log, its table row in fuzz/TARGET.row
+# (a failure marked FAILED there), progress on stdout.
+run_one() {
+	t=$1
 	bin=fuzz/$t
 	if [ ! -x "$bin" ]; then
 		echo "run.sh: $bin missing (run 'make fuzz' first)" >&2
-		status=1
-		failed="$failed $t"
-		table="$table$(printf '%-22s %s' "$t" 'not built')
-"
-		continue
+		printf '%-22s %s\n' "$t" 'not built FAILED' >"fuzz/$t.row"
+		return
 	fi
 	mkdir -p "fuzz/corpus-$t" "fuzz/artifacts-$t"
 	# The committed corpus (cp: a read-only source tree stays untouched).
@@ -104,8 +117,9 @@ for t in $targets; do
 	log=fuzz/$t.log
 	echo "== $t: ${secs}s, corpus fuzz/corpus-$t, log $log"
 	# shellcheck disable=SC2086,SC2046 # FUZZ_FLAGS and target_flags are lists of options
-	"$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-		$FUZZ_FLAGS $(target_flags "$t") -artifact_prefix="fuzz/artifacts-$t/" "fuzz/corpus-$t" >"$log" 2>&1
+	nice -n "$nice" "$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout="$tmo" \
+		-print_final_stats=1 $FUZZ_FLAGS $(target_flags "$t") \
+		-artifact_prefix="fuzz/artifacts-$t/" "fuzz/corpus-$t" >"$log" 2>&1
 	rc=$?
 	# The last status line carries the coverage reached and the run count.
 	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
@@ -114,18 +128,58 @@ for t in $targets; do
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
 	cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p')
+	res=ok
 	if [ $rc -ne 0 ]; then
 		echo "== $t: FAILED (exit $rc); see $log"
 		grep -E 'ERROR|SUMMARY|Test unit written' "$log" | head -n 5
-		status=1
-		failed="$failed $t"
 		res=FAILED
 	else
 		echo "== $t: ok"
-		res=ok
 	fi
-	table="$table$(printf '%-22s %12s %9s %6s %7s  %s' "$t" "${runs:-?}" "${rate:-?}" \
-		${cov:-? ?} "$res")
+	# shellcheck disable=SC2086 # cov is two fields
+	printf '%-22s %12s %9s %6s %7s  %s\n' "$t" "${runs:-?}" "${rate:-?}" ${cov:-? ?} "$res" \
+		>"fuzz/$t.row"
+}
+
+# Lane i of FUZZ_JOBS takes targets i, i + FUZZ_JOBS, ... in turn; with
+# more than one lane each lane's progress goes to fuzz/lane-i.out and is
+# shown when all lanes are done.
+lane() {
+	i=0
+	for t in $targets; do
+		[ $((i % jobs)) -eq "$1" ] && run_one "$t"
+		i=$((i + 1))
+	done
+}
+
+for t in $targets; do rm -f "fuzz/$t.row"; done
+if [ "$jobs" -le 1 ]; then
+	lane 0
+else
+	l=0
+	while [ "$l" -lt "$jobs" ]; do
+		lane "$l" >"fuzz/lane-$l.out" 2>&1 &
+		l=$((l + 1))
+	done
+	wait
+	l=0
+	while [ "$l" -lt "$jobs" ]; do
+		cat "fuzz/lane-$l.out"
+		l=$((l + 1))
+	done
+fi
+
+status=0
+failed=
+table=
+for t in $targets; do
+	row=$(cat "fuzz/$t.row" 2>/dev/null || printf '%-22s %s' "$t" 'no result FAILED')
+	case $row in *FAILED*)
+		status=1
+		failed="$failed $t"
+		;;
+	esac
+	table="$table$row
 "
 done
 
