@@ -3109,6 +3109,269 @@ static void wc_sleep(struct lb_conn *s, struct iw_cq *cq, struct iw_wc *wc, int6
 	ck_assert_int_eq(iw_poll_cq(cq, 1, wc), 1);
 }
 
+/* ============================================================ coalescing */
+
+/* Transmit coalescing (lib/io/cm_batch.c, iw_conn_opts.tx_batch_*). The
+ * server sends: its accepted id takes the listener's options, here a
+ * window and backstop of us (10 s: no post is ever too late for the
+ * window and the backstop never ticks within a test) and a bound of msgs
+ * messages. The client has n 64-octet receives posted; the server's
+ * Sends carry a pattern. */
+struct batch_pair {
+	struct lb_env e;
+	struct lb_conn c, s;
+	struct lb_end ce, se;
+	struct iw_cm_id_int *sid;
+	unsigned w0; /* the server's writes when the pair was open */
+};
+
+#define BATCH_LONG_US IW_TX_BATCH_US_MAX
+#define BATCH_LEN 64
+
+static void batch_open(struct batch_pair *p, uint32_t msgs, uint32_t us, int n)
+{
+	env_init(&p->e, NULL, NULL);
+	struct iw_conn_opts o = {.comp_mask = IW_CONN_OPTS_TX_BATCH, .tx_batch_msgs = msgs,
+				 .tx_batch_bytes = 1u << 20, .tx_batch_us = us};
+	ck_assert_int_eq(iw_cm_set_conn_opts(p->e.listen, &o), 0);
+	pair_connect(&p->e, NULL, &p->c, &p->s);
+	end_init(&p->ce, &p->c, 8192, "client");
+	end_init(&p->se, &p->s, 8192, "server");
+	p->sid = iw_cm_id_int(p->s.id);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(post_recv1(p->c.qp, 100 + (uint64_t)i,
+					    p->ce.data.p + BATCH_LEN * i, BATCH_LEN,
+					    p->ce.data.mr->lkey),
+				 0);
+	pat_fill(p->se.data.p, (size_t)BATCH_LEN * (size_t)n, 9);
+	p->w0 = atomic_load(&p->sid->tx_writes);
+}
+
+static void batch_send(struct batch_pair *p, int i)
+{
+	ck_assert_int_eq(post_send1(p->s.qp, 1 + (uint64_t)i, IW_WR_SEND, IW_SEND_SIGNALED,
+				    p->se.data.p + BATCH_LEN * i, BATCH_LEN, p->se.data.mr->lkey, 0,
+				    0, 0),
+			 0);
+}
+
+/* The server's sendmsg calls since batch_open. */
+static unsigned batch_writes(struct batch_pair *p)
+{
+	return atomic_load(&p->sid->tx_writes) - p->w0;
+}
+
+/* Completions in cq that nobody polled yet (a poll would write first). */
+static unsigned cq_ready(struct iw_cq *cq)
+{
+	return __atomic_load_n(&cq->count, __ATOMIC_ACQUIRE);
+}
+
+/* n completions of c's cq, in order from wr_id id0, all successful. */
+static void batch_wcs(struct lb_conn *c, struct iw_cq *cq, uint64_t id0, enum iw_wc_opcode op,
+		      int n, const char *what)
+{
+	struct iw_wc wc[32];
+	ck_assert_int_le(n, 32);
+	wc_wait(cq, c->side->cc, wc, n, what);
+	for (int i = 0; i < n; i++)
+		wc_check(&wc[i], id0 + (uint64_t)i, IW_WC_SUCCESS, op, what);
+}
+
+/* The client received the first n Sends, in order, octet for octet. */
+static void batch_received(struct batch_pair *p, int n)
+{
+	batch_wcs(&p->c, p->c.rcq, 100, IW_WC_RECV, n, "coalesced Sends");
+	check_data(p->ce.data.p, p->se.data.p, (size_t)BATCH_LEN * (size_t)n, "coalesced Sends");
+}
+
+/* The server's n Send completions, in order (a poll: it writes first). */
+static void batch_completed(struct batch_pair *p, int n)
+{
+	batch_wcs(&p->s, p->s.scq, 1, IW_WC_SEND, n, "coalesced Sends' completions");
+}
+
+static void batch_close(struct batch_pair *p)
+{
+	pair_ends_fini(&p->e, &p->c, &p->s, &p->ce, &p->se);
+}
+
+/* Eight Sends posted one call at a time: the first is written at once,
+ * the other seven wait, uncompleted, and the next poll of the server's
+ * send CQ writes all seven in one sendmsg, then finds their completions. */
+START_TEST(test_batch_poll_flush)
+{
+	struct batch_pair p;
+	batch_open(&p, 16, BATCH_LONG_US, 8);
+	for (int i = 0; i < 8; i++)
+		batch_send(&p, i);
+	ck_assert_uint_eq(batch_writes(&p), 1);
+	ck_assert(atomic_load(&p.sid->held));
+	ck_assert_uint_eq(cq_ready(p.s.scq), 1); /* no completion before the write */
+	struct iw_wc wc[8];
+	ck_assert_int_eq(iw_poll_cq(p.s.scq, 8, wc), 8);
+	for (int i = 0; i < 8; i++)
+		wc_check(&wc[i], 1 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_SEND, "coalesced Send");
+	ck_assert_uint_eq(batch_writes(&p), 2);
+	ck_assert(!atomic_load(&p.sid->held));
+	batch_received(&p, 8);
+	batch_close(&p);
+}
+END_TEST
+
+/* The bound: with 4 messages, the post that brings the fourth waiting
+ * message writes them; what is left after ten posts goes out at the
+ * next iw_progress (a poll of nothing in particular). */
+START_TEST(test_batch_bound_progress)
+{
+	struct batch_pair p;
+	batch_open(&p, 4, BATCH_LONG_US, 10);
+	for (int i = 0; i < 10; i++)
+		batch_send(&p, i);
+	/* 1 at once, 2-5 at the fifth post, 6-9 at the ninth; 10 waits. */
+	ck_assert_uint_eq(batch_writes(&p), 3);
+	ck_assert_uint_eq(cq_ready(p.s.scq), 9);
+	ck_assert_int_ge(iw_progress(p.s.side->ctx), 0);
+	ck_assert_uint_eq(batch_writes(&p), 4);
+	ck_assert_uint_eq(cq_ready(p.s.scq), 10);
+	batch_received(&p, 10);
+	batch_completed(&p, 10);
+	batch_close(&p);
+}
+END_TEST
+
+/* A thread that arms a CQ (of any connection of the context: the
+ * server's receive CQ here) is about to sleep: what it posted is
+ * written first. */
+START_TEST(test_batch_arm)
+{
+	struct batch_pair p;
+	batch_open(&p, 16, BATCH_LONG_US, 3);
+	for (int i = 0; i < 3; i++)
+		batch_send(&p, i);
+	ck_assert_uint_eq(batch_writes(&p), 1);
+	ck_assert_int_eq(iw_req_notify_cq(p.s.rcq, 0), 0);
+	ck_assert_uint_eq(batch_writes(&p), 2);
+	ck_assert_uint_eq(cq_ready(p.s.scq), 3);
+	batch_received(&p, 3);
+	batch_completed(&p, 3);
+	batch_close(&p);
+}
+END_TEST
+
+/* A disconnect writes what waits before its FIN: the client receives
+ * all five Sends, in order, and nobody polled the server's CQs. */
+START_TEST(test_batch_disconnect)
+{
+	struct batch_pair p;
+	batch_open(&p, 16, BATCH_LONG_US, 5);
+	for (int i = 0; i < 5; i++)
+		batch_send(&p, i);
+	ck_assert_uint_eq(batch_writes(&p), 1);
+	ck_assert_int_eq(iw_cm_disconnect(p.s.id), 0);
+	batch_received(&p, 5);
+	ck_assert_uint_eq(batch_writes(&p), 2);
+	batch_completed(&p, 5); /* written before the FIN: no flush */
+	batch_close(&p);
+}
+END_TEST
+
+/* An application that posts and then waits on something else (here,
+ * the peer's receive CQ, in another context) gets its octets out by the
+ * loop's backstop. The window is 1 ms: two Sends are posted until the
+ * second is held (a thread descheduled between them for longer writes
+ * the second at once, and tries again). */
+START_TEST(test_batch_backstop)
+{
+	enum { TRIES = 16 };
+	struct batch_pair p;
+	batch_open(&p, 16, 1000, 2 * TRIES);
+	int n = 0;
+	do {
+		ck_assert_int_lt(n, 2 * TRIES);
+		batch_send(&p, n++);
+		batch_send(&p, n++);
+	} while (!atomic_load(&p.sid->held));
+	/* Only the backstop writes from here on. */
+	batch_received(&p, n);
+	ck_assert_uint_ge(atomic_load(&p.sid->dbg_batch_ticks), 1);
+	batch_completed(&p, n);
+	batch_close(&p);
+}
+END_TEST
+
+/* A ping-pong is not held: each side's post answers what it just read,
+ * so every message is one write at once, with the window (10 s at the
+ * server) wide open. */
+START_TEST(test_batch_pingpong)
+{
+	enum { ROUNDS = 10 };
+	struct batch_pair p;
+	batch_open(&p, 16, BATCH_LONG_US, 0);
+	struct iw_cm_id_int *cid = iw_cm_id_int(p.c.id);
+	unsigned cw0 = atomic_load(&cid->tx_writes);
+	uint8_t *cbuf = p.ce.data.p, *sbuf = p.se.data.p;
+	struct iw_wc wc;
+	for (int r = 0; r < ROUNDS; r++) {
+		ck_assert_int_eq(post_recv1(p.s.qp, 200, sbuf, BATCH_LEN, p.se.data.mr->lkey), 0);
+		ck_assert_int_eq(post_recv1(p.c.qp, 300, cbuf + BATCH_LEN, BATCH_LEN,
+					    p.ce.data.mr->lkey),
+				 0);
+		ck_assert_int_eq(post_send1(p.c.qp, 1, IW_WR_SEND, IW_SEND_SIGNALED, cbuf,
+					    BATCH_LEN, p.ce.data.mr->lkey, 0, 0, 0),
+				 0);
+		ck_assert_uint_eq(atomic_load(&cid->tx_writes) - cw0, (unsigned)r + 1);
+		wc_wait(p.s.rcq, p.s.side->cc, &wc, 1, "ping");
+		ck_assert_int_eq(post_send1(p.s.qp, 2, IW_WR_SEND, IW_SEND_SIGNALED, sbuf,
+					    BATCH_LEN, p.se.data.mr->lkey, 0, 0, 0),
+				 0);
+		ck_assert_uint_eq(batch_writes(&p), (unsigned)r + 1);
+		ck_assert(!atomic_load(&p.sid->held));
+		wc_wait(p.c.rcq, p.c.side->cc, &wc, 1, "pong");
+		wc_wait(p.c.scq, p.c.side->cc, &wc, 1, "ping sent");
+		wc_wait(p.s.scq, p.s.side->cc, &wc, 1, "pong sent");
+	}
+	batch_close(&p);
+}
+END_TEST
+
+/* tx_batch_msgs 0 writes every post at once; the options' ranges and
+ * defaults. */
+START_TEST(test_batch_off)
+{
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_conn_opts o;
+	ck_assert_int_eq(iw_cm_get_conn_opts(e.listen, &o), 0);
+	ck_assert(o.comp_mask & IW_CONN_OPTS_TX_BATCH);
+	ck_assert_uint_eq(o.tx_batch_msgs, IW_TX_BATCH_MSGS_DEFAULT);
+	ck_assert_uint_eq(o.tx_batch_bytes, IW_TX_BATCH_BYTES_DEFAULT);
+	ck_assert_uint_eq(o.tx_batch_us, IW_TX_BATCH_US_DEFAULT);
+	struct iw_conn_opts bad[] = {
+		{.comp_mask = IW_CONN_OPTS_TX_BATCH, .tx_batch_msgs = 16, .tx_batch_us = 0},
+		{.comp_mask = IW_CONN_OPTS_TX_BATCH, .tx_batch_msgs = IW_TX_BATCH_MSGS_MAX + 1,
+		 .tx_batch_us = 1},
+		{.comp_mask = IW_CONN_OPTS_TX_BATCH, .tx_batch_bytes = IW_TX_BATCH_BYTES_MAX + 1,
+		 .tx_batch_us = 1},
+		{.comp_mask = IW_CONN_OPTS_TX_BATCH, .tx_batch_us = IW_TX_BATCH_US_MAX + 1},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_int_eq(iw_cm_set_conn_opts(e.listen, &bad[i]), EINVAL);
+	ck_assert_int_eq(iw_cm_get_conn_opts(e.listen, &o), 0);
+	ck_assert_uint_eq(o.tx_batch_msgs, IW_TX_BATCH_MSGS_DEFAULT);
+	env_fini(&e);
+	struct batch_pair p;
+	batch_open(&p, 0, BATCH_LONG_US, 6);
+	for (int i = 0; i < 6; i++)
+		batch_send(&p, i);
+	ck_assert_uint_eq(batch_writes(&p), 6);
+	ck_assert_uint_eq(cq_ready(p.s.scq), 6);
+	batch_received(&p, 6);
+	batch_completed(&p, 6);
+	batch_close(&p);
+}
+END_TEST
+
 /* Two connected ends of a polling context whose server pauses for an
  * hour (longer than any run) once it leaves the socket to pollers, with
  * two 64-octet receives posted there and 128 octets of pattern seed
@@ -4043,6 +4306,22 @@ Suite *suite_loopback(void)
 	tcase_add_loop_test(tc, test_ops_matrix, 0, 1);
 	tcase_add_test(tc, test_threads_shared_qp);
 	suite_add_tcase(s, tc);
+
+	/* Transmit coalescing, blocking and polling. */
+	for (int poll = 0; poll < 2; poll++) {
+		tc = tcase_create(poll ? "batch_poll" : "batch");
+		tcase_set_timeout(tc, 120);
+		if (poll)
+			tcase_add_checked_fixture(tc, poll_on, poll_off);
+		tcase_add_test(tc, test_batch_poll_flush);
+		tcase_add_test(tc, test_batch_bound_progress);
+		tcase_add_test(tc, test_batch_arm);
+		tcase_add_test(tc, test_batch_disconnect);
+		tcase_add_test(tc, test_batch_backstop);
+		tcase_add_test(tc, test_batch_pingpong);
+		tcase_add_test(tc, test_batch_off);
+		suite_add_tcase(s, tc);
+	}
 
 	/* Polling mode: the cases above that need no stopped reader, then
 	 * its own. */

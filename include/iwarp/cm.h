@@ -251,6 +251,12 @@ int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
 #define IW_REFUSED_REDIAL_MS 10 /* iw_conn_opts.refused_retry_ms: between dials */
 #define IW_RELISTEN_MS_MAX 60000 /* iw_conn_opts.relisten_ms at most */
 #define IW_RELISTEN_BACKLOG 16   /* connections a parked listening socket queues at most */
+#define IW_TX_BATCH_MSGS_DEFAULT 16      /* iw_conn_opts.tx_batch_msgs */
+#define IW_TX_BATCH_BYTES_DEFAULT 65536  /* iw_conn_opts.tx_batch_bytes */
+#define IW_TX_BATCH_US_DEFAULT 100       /* iw_conn_opts.tx_batch_us */
+#define IW_TX_BATCH_MSGS_MAX 4096
+#define IW_TX_BATCH_BYTES_MAX (16u << 20)
+#define IW_TX_BATCH_US_MAX 10000000
 
 /* Which fields of struct iw_conn_opts a call sets. */
 enum iw_conn_opts_mask {
@@ -265,6 +271,7 @@ enum iw_conn_opts_mask {
 	IW_CONN_OPTS_REFUSED_RETRY = 1 << 8, /* refused_retry_ms */
 	IW_CONN_OPTS_RELISTEN = 1 << 9,      /* relisten_ms */
 	IW_CONN_OPTS_RECV_HOLD = 1 << 10,    /* recv_hold_msgs and recv_hold_bytes */
+	IW_CONN_OPTS_TX_BATCH = 1 << 11,     /* tx_batch_msgs, tx_batch_bytes and tx_batch_us */
 };
 
 /* A connection's tuning: what libiwarp otherwise fixes at the defaults
@@ -350,6 +357,24 @@ struct iw_conn_opts {
 	 * "no buffer" TERMINATE. */
 	uint32_t recv_hold_msgs;
 	uint64_t recv_hold_bytes;
+	/* Transmit coalescing: Sends, Writes and Reads posted close together
+	 * go to TCP in one write instead of a write each. A post that comes
+	 * within tx_batch_us of the connection's previous post, with nothing
+	 * received in between, has its FPDUs queued but not written while
+	 * fewer than tx_batch_msgs messages and tx_batch_bytes octets wait;
+	 * they go out when the bound is reached, at the next iw_poll_cq,
+	 * iw_req_notify_cq or iw_progress on any CQ of the context (so a
+	 * thread that polls never waits for its own octets), when the
+	 * connection closes, or else from the loop thread within about
+	 * 2 x tx_batch_us. A first post after a pause, or one answering
+	 * octets that arrived (a ping-pong), is written at once. A WR's
+	 * completion still follows the write of its last octet. Defaults 16
+	 * messages, 64 KiB and 100 us; tx_batch_msgs 0 or 1 writes every
+	 * post at once (as before). At most IW_TX_BATCH_MSGS_MAX,
+	 * IW_TX_BATCH_BYTES_MAX and IW_TX_BATCH_US_MAX; tx_batch_us at least 1. */
+	uint32_t tx_batch_msgs;
+	uint32_t tx_batch_bytes;
+	uint32_t tx_batch_us;
 };
 
 /*
@@ -391,7 +416,8 @@ struct iw_conn_opts {
  *           or max_pending is 0, keepalive_idle_s or keepalive_intvl_s is
  *           above 32767 or keepalive_cnt above 127, user_timeout_ms is
  *           above INT_MAX, sndbuf or rcvbuf is above INT_MAX / 2, or
- *           relisten_ms is above IW_RELISTEN_MS_MAX.
+ *           relisten_ms is above IW_RELISTEN_MS_MAX, or a tx_batch_* field is
+ *           above its IW_TX_BATCH_*_MAX or tx_batch_us is 0.
  */
 int iw_cm_set_conn_opts(struct iw_cm_id *id, const struct iw_conn_opts *opts);
 /*

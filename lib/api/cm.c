@@ -289,10 +289,14 @@ IW_EXPORT int iw_cm_listen(struct iw_cm_id *id, int backlog)
 
 /* ------------------------------------------------------------ QP */
 
-static void qp_wake(struct iw_qp *qp)
+/* Posted Sends and Writes may wait to share a write (cm_batch.c);
+ * everything else is written now. */
+static void qp_wake(struct iw_qp *qp, bool posted)
 {
 	struct iw_cm_id_int *id = qp->glue;
-	if (id)
+	if (id && posted)
+		iw_cm_conn_post(id);
+	else if (id)
 		iw_cm_conn_tx(id);
 }
 

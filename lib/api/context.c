@@ -33,6 +33,7 @@ struct iw_context *iw_context_core_new_alloc(const struct iw_alloc_ops *ops)
 		ctx->alloc = &ctx->alloc_ops;
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->held_lock, NULL);
 	int rc = iw_mem_table_init(&ctx->mem);
 	ctx->mem.alloc = ctx->alloc;
 	if (rc == 0) {
@@ -47,6 +48,7 @@ struct iw_context *iw_context_core_new_alloc(const struct iw_alloc_ops *ops)
 		rc = -ENOMEM;
 	}
 	if (rc) {
+		pthread_mutex_destroy(&ctx->held_lock);
 		pthread_mutex_destroy(&ctx->lock);
 		iw_free(ops, ctx);
 		errno = -rc;
@@ -63,6 +65,7 @@ void iw_context_core_free(struct iw_context *ctx)
 	iw_mem_table_cleanup(&ctx->mem);
 	iw_poll_set_cleanup(&ctx->poll);
 	iw_txq_spare_free(ctx);
+	pthread_mutex_destroy(&ctx->held_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	iw_trace_free(ctx->trace, NULL);
 	/* The allocator lives in ctx: use a copy to free ctx itself. */
@@ -184,6 +187,7 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		ctx->progress_other = iw_cm_conn_poll_other;
 		ctx->handback = iw_cm_conn_handback;
 	}
+	ctx->flush_held = iw_cm_batch_flush;
 	lo.bounce_len = bounce;
 	rc = iw_ev_group_init(ctx, &lo);
 	if (rc) {
@@ -219,6 +223,7 @@ IW_EXPORT int iw_progress(struct iw_context *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
+	iw_context_flush_held(ctx);
 	if (!ctx->poll_mode)
 		return 0;
 	return (int)iw_poll_set_run_quiet(&ctx->poll, ctx->progress);

@@ -656,6 +656,13 @@ bool iw_conn_tx_shared(const struct iw_conn *c)
 	return atomic_load_explicit(&c->tx_engine, memory_order_acquire);
 }
 
+int iw_conn_tx_stage(struct iw_conn *c, uint32_t *msgs, size_t *bytes)
+{
+	if (!iw_conn_tx_shared(c) || atomic_load(&c->tx_stop) || !c->ops->tx_stage)
+		return 1;
+	return c->ops->tx_stage(c->qp, msgs, bytes);
+}
+
 bool iw_conn_wants_loop(struct iw_conn *c)
 {
 	return iw_conn_tx_shared(c) && c->ops->in_err(c->qp);

@@ -86,6 +86,8 @@ struct iw_conn_tune {
 	uint32_t relisten_ms;      /* listener: park its socket this long when destroyed */
 	uint32_t recv_hold_msgs;   /* the QP's receive hold limits (0: its defaults) */
 	uint64_t recv_hold_bytes;
+	/* Transmit coalescing (lib/io/cm_batch.c): bound and window. */
+	uint32_t tx_batch_msgs, tx_batch_bytes, tx_batch_us;
 	/* Not an option: a polled connection's first read pause (lib/io), so
 	 * that a test can take the pause timer out of the picture. */
 	uint32_t poll_pause_ms;
@@ -242,6 +244,11 @@ unsigned iw_conn_tx_sent(struct iw_conn *c, size_t n);
  * phase one locked step of the engine instead of two. */
 int iw_conn_tx_sent_iov(struct iw_conn *c, size_t n, struct iovec *iov, int cap, unsigned *ev);
 bool iw_conn_tx_shared(const struct iw_conn *c);
+/* Data phase, any thread: frame what the QP may send without writing it
+ * (iw_qp_link_ops.tx_stage). 0 with the messages and octets waiting
+ * unwritten; non-zero: write now instead (not in the data phase, closed,
+ * no stage op, or not everything fitted). */
+int iw_conn_tx_stage(struct iw_conn *c, uint32_t *msgs, size_t *bytes);
 bool iw_conn_wants_loop(struct iw_conn *c);
 
 /* After the glue wrote (tx_err: 0 or the positive errno of the failed

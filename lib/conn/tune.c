@@ -20,7 +20,7 @@
 	(IW_CONN_OPTS_LINGER | IW_CONN_OPTS_WAKE_COUNT | IW_CONN_OPTS_DIRECT_MIN |       \
 	 IW_CONN_OPTS_MAX_PENDING | IW_CONN_OPTS_KEEPALIVE | IW_CONN_OPTS_USER_TIMEOUT | \
 	 IW_CONN_OPTS_SNDBUF | IW_CONN_OPTS_RCVBUF | IW_CONN_OPTS_REFUSED_RETRY |      \
-	 IW_CONN_OPTS_RELISTEN | IW_CONN_OPTS_RECV_HOLD)
+	 IW_CONN_OPTS_RELISTEN | IW_CONN_OPTS_RECV_HOLD | IW_CONN_OPTS_TX_BATCH)
 
 void iw_conn_tune_default(struct iw_conn_tune *t)
 {
@@ -30,6 +30,9 @@ void iw_conn_tune_default(struct iw_conn_tune *t)
 		.direct_min = IW_DIRECT_MIN_DEFAULT,
 		.max_pending = IW_MAX_PENDING_DEFAULT,
 		.poll_pause_ms = 1,
+		.tx_batch_msgs = IW_TX_BATCH_MSGS_DEFAULT,
+		.tx_batch_bytes = IW_TX_BATCH_BYTES_DEFAULT,
+		.tx_batch_us = IW_TX_BATCH_US_DEFAULT,
 	};
 }
 
@@ -37,6 +40,12 @@ static bool keepalive_ok(const struct iw_conn_opts *o)
 {
 	return o->keepalive_idle_s <= KEEP_S_MAX && o->keepalive_intvl_s <= KEEP_S_MAX &&
 	       o->keepalive_cnt <= KEEP_CNT_MAX;
+}
+
+static bool batch_ok(const struct iw_conn_opts *o)
+{
+	return o->tx_batch_msgs <= IW_TX_BATCH_MSGS_MAX && o->tx_batch_bytes <= IW_TX_BATCH_BYTES_MAX &&
+	       o->tx_batch_us >= 1 && o->tx_batch_us <= IW_TX_BATCH_US_MAX;
 }
 
 /* Every field named is in range (iw_cm_set_conn_opts(3) lists them). */
@@ -53,6 +62,8 @@ static bool opts_ok(const struct iw_conn_opts *o)
 	if ((m & IW_CONN_OPTS_USER_TIMEOUT) && o->user_timeout_ms > (uint32_t)INT_MAX)
 		return false;
 	if ((m & IW_CONN_OPTS_RELISTEN) && o->relisten_ms > IW_RELISTEN_MS_MAX)
+		return false;
+	if ((m & IW_CONN_OPTS_TX_BATCH) && !batch_ok(o))
 		return false;
 	return !((m & IW_CONN_OPTS_SNDBUF) && o->sndbuf > BUF_MAX) &&
 	       !((m & IW_CONN_OPTS_RCVBUF) && o->rcvbuf > BUF_MAX);
@@ -91,6 +102,11 @@ int iw_conn_tune_set(struct iw_conn_tune *t, const struct iw_conn_opts *o)
 		t->recv_hold_msgs = o->recv_hold_msgs;
 		t->recv_hold_bytes = o->recv_hold_bytes;
 	}
+	if (m & IW_CONN_OPTS_TX_BATCH) {
+		t->tx_batch_msgs = o->tx_batch_msgs;
+		t->tx_batch_bytes = o->tx_batch_bytes;
+		t->tx_batch_us = o->tx_batch_us;
+	}
 	return 0;
 }
 
@@ -113,5 +129,8 @@ void iw_conn_tune_get(const struct iw_conn_tune *t, struct iw_conn_opts *o)
 		.relisten_ms = t->relisten_ms,
 		.recv_hold_msgs = t->recv_hold_msgs,
 		.recv_hold_bytes = t->recv_hold_bytes,
+		.tx_batch_msgs = t->tx_batch_msgs,
+		.tx_batch_bytes = t->tx_batch_bytes,
+		.tx_batch_us = t->tx_batch_us,
 	};
 }

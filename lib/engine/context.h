@@ -23,6 +23,7 @@ struct iw_qp;
 
 struct iw_txq;
 struct iw_cm_parked; /* lib/io/cm_park.c */
+struct iw_cm_id_int; /* lib/io/cm_int.h */
 
 struct iw_context {
 	/* The application's allocator (NULL: libc's), a copy in alloc_ops. */
@@ -59,6 +60,15 @@ struct iw_context {
 	 * skips connections that pollers of their own CQs keep. */
 	unsigned (*progress_other)(struct iw_qp *qp);
 	unsigned (*handback)(struct iw_qp *qp);
+	/* Transmit coalescing (lib/io/cm_batch.c): the connections whose
+	 * posts left FPDUs unwritten, a list under held_lock, and whether
+	 * any are listed (held_n), so that a poll with none costs one load.
+	 * iw_poll_cq, iw_req_notify_cq and iw_progress call flush_held (the
+	 * glue's; NULL without one) while held_n is not 0. */
+	pthread_mutex_t held_lock;
+	struct iw_cm_id_int *held;
+	atomic_uint held_n;
+	void (*flush_held)(struct iw_context *ctx);
 	/* One drained transmit queue kept for the next QP that transmits
 	 * (qp_txq.c): idle QPs hold none. */
 	struct iw_txq *_Atomic txq_spare;
@@ -88,6 +98,14 @@ unsigned iw_async_forget(struct iw_context *ctx, const void *element);
 
 /* For iw_context_free: free every queued event, then clean up ctx->async. */
 void iw_async_cleanup(struct iw_context *ctx);
+
+/* Write what posts left held on the context's connections (flush_held):
+ * before a poll looks at a CQ, so that it finds their completions. */
+static inline void iw_context_flush_held(struct iw_context *ctx)
+{
+	if (atomic_load_explicit(&ctx->held_n, memory_order_relaxed) && ctx->flush_held)
+		ctx->flush_held(ctx);
+}
 
 /* A context without an event loop (tests, tools, fuzzers drive QPs by
  * hand). NULL with errno on failure. */

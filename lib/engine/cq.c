@@ -305,6 +305,8 @@ IW_EXPORT int iw_req_notify_cq(struct iw_cq *cq, int solicited_only)
 {
 	if (!cq)
 		return EINVAL;
+	/* The thread may sleep next: nothing it posted may wait for it. */
+	iw_context_flush_held(cq->context);
 	pthread_mutex_lock(&cq->lock);
 	if (!solicited_only)
 		set_armed(cq, IW_CQ_ARM_NEXT);
@@ -386,6 +388,8 @@ IW_EXPORT int iw_poll_cq(struct iw_cq *cq, int num_entries, struct iw_wc *wc)
 {
 	if (!cq || num_entries < 0 || (num_entries > 0 && !wc))
 		return -EINVAL;
+	/* Written first: the completions of what it writes are found now. */
+	iw_context_flush_held(cq->context);
 	bool armed;
 	int n = take(cq, num_entries, wc, &armed);
 	struct iw_context *ctx = cq->context;

@@ -206,7 +206,7 @@ void iw_qp_poll_leave(struct iw_qp *qp)
 
 /* Detaching waits for every poller already inside the QP's sets: each one
  * may have read the old glue pointer, and none can once it is NULL. */
-void iw_qp_set_glue(struct iw_qp *qp, void *glue, void (*wake)(struct iw_qp *qp))
+void iw_qp_set_glue(struct iw_qp *qp, void *glue, void (*wake)(struct iw_qp *qp, bool posted))
 {
 	__atomic_store_n(&qp->wake, wake, __ATOMIC_RELEASE);
 	__atomic_store_n(&qp->glue, glue, __ATOMIC_RELEASE);

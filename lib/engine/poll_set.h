@@ -91,7 +91,7 @@ void iw_qp_poll_leave(struct iw_qp *qp);
 /* Attach (glue non-NULL) or detach the connection driving qp, with its
  * transmit hook. Detaching returns once no poller can still use the old
  * glue. */
-void iw_qp_set_glue(struct iw_qp *qp, void *glue, void (*wake)(struct iw_qp *qp));
+void iw_qp_set_glue(struct iw_qp *qp, void *glue, void (*wake)(struct iw_qp *qp, bool posted));
 /* The glue, read the way pollers must read it. */
 void *iw_qp_glue(struct iw_qp *qp);
 

@@ -359,7 +359,7 @@ IW_EXPORT int iw_modify_qp(struct iw_qp *qp, struct iw_qp_attr *attr, int attr_m
 	int rc = modify_locked(qp, attr, attr_mask);
 	iw_qp_unlock(qp);
 	if (!rc && qp->wake && (qp->events & (IW_QPE_ERROR | IW_QPE_TX)))
-		qp->wake(qp);
+		qp->wake(qp, false);
 	return rc;
 }
 
@@ -620,7 +620,7 @@ static int post_send(struct iw_qp *qp, struct iw_send_wr *wr, struct iw_send_wr 
 	bool wake = qp->wake && (qp->events & (IW_QPE_TX | IW_QPE_ERROR));
 	iw_qp_unlock(qp);
 	if (wake)
-		qp->wake(qp);
+		qp->wake(qp, true);
 	if (rc && bad_wr)
 		*bad_wr = wr;
 	return rc;

@@ -209,7 +209,9 @@ struct iw_qp {
 	unsigned events;      /* IW_QPE_* not yet taken by the glue */
 	void *glue;           /* the glue's connection object */
 	unsigned progress_got; /* iw_progress's walk that last moved its octets (loose) */
-	void (*wake)(struct iw_qp *qp); /* glue: tx work posted (may be NULL) */
+	/* glue: tx work appeared (may be NULL); posted: by iw_post_send,
+	 * which the glue may leave queued for a while (lib/io/cm_batch.c) */
+	void (*wake)(struct iw_qp *qp, bool posted);
 
 	/* send queue ring: [sq_head, sq_tail) posted, [sq_head, sq_next) started */
 	struct iw_swqe *sq;
@@ -360,6 +362,10 @@ void iw_qp_tx_sent(struct iw_qp *qp, size_t n);
 /* iw_qp_tx_sent then iw_qp_tx_iov, under one lock. */
 int iw_qp_tx_sent_iov(struct iw_qp *qp, size_t n, struct iovec *iov, int cap);
 bool iw_qp_tx_pending(struct iw_qp *qp);
+/* Frame what may go out into the transmit queue without writing it: 0,
+ * with the messages and octets queued unwritten; 1 when not everything
+ * that may go fitted in the queue (write now); or a negative errno. */
+int iw_qp_tx_stage(struct iw_qp *qp, uint32_t *out_msgs, size_t *out_bytes);
 /* Queue a zero-length RDMA Write (STag 1) at the next message boundary: it
  * makes a peer that left earlier FPDUs unread look at its socket again
  * (iw_mpa_opts.wake_ms). Ignored unless the QP is connected and in RTS. */

@@ -31,6 +31,7 @@ const struct iw_qp_link_ops iw_qp_link_ops = {
 	.tx_iov = iw_qp_tx_iov,
 	.tx_sent = iw_qp_tx_sent,
 	.tx_sent_iov = iw_qp_tx_sent_iov,
+	.tx_stage = iw_qp_tx_stage,
 	.in_err = link_in_err,
 	.wake = iw_qp_wake,
 	.set_err = link_set_err,

@@ -85,6 +85,9 @@ struct iw_qp_link_ops {
 	void (*tx_sent)(struct iw_qp *qp, size_t n);
 	/* tx_sent, then tx_iov for the next write, in one locked step. */
 	int (*tx_sent_iov)(struct iw_qp *qp, size_t n, struct iovec *iov, int cap);
+	/* Frame what may go out without writing it (iw_qp_tx_stage); NULL:
+	 * posts are written at once. */
+	int (*tx_stage)(struct iw_qp *qp, uint32_t *msgs, size_t *bytes);
 	/* Takes no lock (any thread, after a write): the QP is in ERR. */
 	bool (*in_err)(struct iw_qp *qp);
 	/* A zero-length RDMA Write at the next message boundary (siw wake-up). */

@@ -302,7 +302,7 @@ IW_EXPORT int iw_post_recv(struct iw_qp *qp, struct iw_recv_wr *wr, struct iw_re
 	if (iw_qp_hold_on(qp) && hold_unstarve(qp))
 		wake = qp->wake != NULL;
 	if (wake)
-		qp->wake(qp);
+		qp->wake(qp, false);
 	if (rc && bad_wr)
 		*bad_wr = wr;
 	return rc;

@@ -460,6 +460,26 @@ int iw_qp_tx_iov(struct iw_qp *qp, struct iovec *iov, int cap)
 	return n;
 }
 
+/* A post whose write the glue may put off (lib/io/cm_batch.c): its FPDUs
+ * are framed now, as a write would, so that a TERMINATE or a close
+ * queued later still finds them ahead of it. */
+int iw_qp_tx_stage(struct iw_qp *qp, uint32_t *out_msgs, size_t *out_bytes)
+{
+	iw_qp_lock(qp);
+	int rc = iw_qp_tx_build_locked(qp);
+	const struct iw_txq *q = qp->txq;
+	*out_msgs = q ? (uint32_t)(q->num_mark - q->first_mark) : 0;
+	*out_bytes = q ? (size_t)(q->queued - q->sent) : 0;
+	/* Work left unframed (the queue is full, or a gate holds it): a
+	 * write now, not a wait that the bound would never end. */
+	if (rc == 0 && !nothing_due(qp))
+		rc = 1;
+	if (iw_txq_empty(q) && q && q->num_mark == q->first_mark)
+		iw_txq_put(qp);
+	iw_qp_unlock(qp);
+	return rc;
+}
+
 bool iw_qp_tx_pending_locked(const struct iw_qp *qp)
 {
 	return !iw_txq_empty(qp->txq);

@@ -242,6 +242,9 @@ static void close_fd(struct iw_cm_id_int *id, bool abortive)
 		id->trace = NULL;
 		pthread_mutex_unlock(&id->txlock);
 		pthread_mutex_unlock(&id->rxlock);
+		/* After the fd: a post that lists the id from now on finds it
+		 * closed, and a poller writing it (held list) is done. */
+		iw_cm_batch_forget(id);
 		if (abortive) {
 			/* RST instead of FIN: the peer learns at once. */
 			struct linger l = {.l_onoff = 1, .l_linger = 0};
@@ -313,6 +316,10 @@ static ssize_t sendmsg_traced(struct iw_cm_id_int *id, struct msghdr *m)
 static int write_loop(struct iw_cm_id_int *id, unsigned *ev)
 {
 	struct iovec iov[IW_TX_IOV];
+	/* Before the queue is taken: what a post held until now goes out
+	 * with this write (cm_batch.c). */
+	if (atomic_load_explicit(&id->held, memory_order_relaxed))
+		atomic_store(&id->held, false);
 	int n = iw_conn_tx_iov(&id->conn, iov, IW_TX_IOV);
 	while (n > 0) {
 		struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
@@ -323,6 +330,10 @@ static int write_loop(struct iw_cm_id_int *id, unsigned *ev)
 				continue;
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -sock_err(id, errno);
 		}
+		/* txlock serialises the writers: no locked add needed. */
+		atomic_store_explicit(&id->tx_writes,
+				      atomic_load_explicit(&id->tx_writes, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 		n = iw_conn_tx_sent_iov(&id->conn, (size_t)w, iov, IW_TX_IOV, ev);
 	}
 	return n;
@@ -552,6 +563,7 @@ void iw_cm_conn_unhook(struct iw_cm_id_int *id)
 	free_event(&id->wr);
 	free_event(&id->tmo);
 	free_event(&id->pause);
+	iw_cm_batch_unhook(id);
 	id->rd_on = false;
 	id->rd_paused = false;
 	id->rd_pause_ms = 0;
@@ -658,6 +670,9 @@ static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_
 	}
 	if (n == 0)
 		return rx_end(id, b, 0);
+	/* rxlock serialises the readers. A post after this answers it. */
+	atomic_store_explicit(&id->rx_seq, atomic_load_explicit(&id->rx_seq, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	b->drained = (size_t)n < d + cap;
 	size_t take = (size_t)n < d ? (size_t)n : d;
 	if (id->trace) {
@@ -1062,6 +1077,7 @@ static int dial(struct iw_cm_id_int *id)
 	if (fd < 0)
 		return errno;
 	id->fd = fd;
+	iw_cm_batch_reopen(id);
 	int rc = sock_setup(fd, &id->conn.tune) ? errno : ensure_events(id);
 	if (!rc && id->bound && sock_bind(fd, (const struct sockaddr *)&id->pub.local_addr))
 		rc = errno;

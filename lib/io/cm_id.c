@@ -135,6 +135,7 @@ void iw_cm_want_work(struct iw_cm_id_int *id)
 void iw_cm_id_move(struct iw_cm_id_int *id, struct iw_ev *to)
 {
 	iw_ev_work_cancel(id->ev, &id->work);
+	iw_ev_work_cancel(id->ev, &id->batch_work);
 	iw_ev_ids_add(id->ev, -1);
 	iw_ev_ids_add(to, 1);
 	id->ev = to;
@@ -168,6 +169,7 @@ struct iw_cm_id_int *iw_cm_id_alloc(struct iw_cm_channel_int *ch, struct iw_ev *
 	pthread_mutex_init(&id->txlock, NULL);
 	pthread_mutex_init(&id->rxlock, NULL);
 	id->work.fn = run_work;
+	iw_cm_batch_init(id);
 	atomic_fetch_add(&ch->num_ids, 1);
 	iw_ev_ids_add(ev, 1);
 	return id;
@@ -261,6 +263,8 @@ void iw_cm_id_release(struct iw_cm_id_int *id)
 	iw_cm_spread_forget(id);
 	forget_listener(id);
 	iw_ev_work_cancel(id->ev, &id->work);
+	iw_ev_work_cancel(id->ev, &id->batch_work);
+	iw_cm_batch_forget(id);
 	kill_events(id);
 	if (id->handoff)
 		iw_cm_event_discard(id->handoff);

@@ -102,6 +102,30 @@ struct iw_cm_id_int {
 	 * armed CQ gave the connection back to the loop, and the times a
 	 * full socket made an application thread wake the loop. */
 	atomic_uint dbg_pause_wakes, dbg_handbacks, dbg_tx_kicks;
+	/* Transmit coalescing (cm_batch.c). The writes (sendmsg calls that
+	 * moved octets, counted under txlock: tests read them too), and the
+	 * reads that moved octets (under rxlock): a post after one is an
+	 * answer, written at once. */
+	atomic_uint tx_writes, rx_seq;
+	/* The last post: when (ns) and rx_seq then. */
+	_Atomic uint64_t batch_at;
+	atomic_uint batch_rx;
+	/* A post left FPDUs unwritten; cleared by the next write, which
+	 * writes them. */
+	atomic_bool held;
+	/* On the context's held list (next: held_next); closed: never again
+	 * (both under the context's held_lock). */
+	atomic_bool held_listed;
+	bool batch_closed;
+	struct iw_cm_id_int *held_next;
+	/* The backstop: on (asked for or ticking), a post held since its
+	 * last tick (fresh), its timer and tx_writes at that tick (loop),
+	 * the work that starts it, and the ticks that wrote (tests). */
+	atomic_bool batch_on, batch_fresh;
+	struct event *batch_ev;
+	unsigned tick_writes;
+	struct iw_ev_work batch_work;
+	atomic_uint dbg_batch_ticks;
 	/* pcap trace of this connection (trace.h), NULL when off; set and
 	 * cleared under txlock, as the transmit path reads it there. */
 	struct iw_trace_conn *trace;
@@ -193,6 +217,22 @@ unsigned iw_cm_conn_poll_other(struct iw_qp *qp);
 unsigned iw_cm_conn_handback(struct iw_qp *qp);
 /* The loop's next pause after one of ms while pollers stay. */
 uint32_t iw_cm_pause_next(uint32_t ms);
+
+/* cm_batch.c: transmit coalescing (iw_conn_opts.tx_batch_*). */
+/* iw_post_send posted on id's QP (any thread): hold its FPDUs for the
+ * next write, or write now. */
+void iw_cm_conn_post(struct iw_cm_id_int *id);
+/* Write every connection of ctx that holds output (context.h flush_held;
+ * any thread). */
+void iw_cm_batch_flush(struct iw_context *ctx);
+/* The socket is closed (fd -1 already) or the id is going: off the held
+ * list, and never listed again until iw_cm_batch_reopen. */
+void iw_cm_batch_forget(struct iw_cm_id_int *id);
+void iw_cm_batch_reopen(struct iw_cm_id_int *id);
+/* The id's events are freed (iw_cm_conn_unhook): the backstop stops. */
+void iw_cm_batch_unhook(struct iw_cm_id_int *id);
+/* Set up the id's batch work (iw_cm_id_alloc). */
+void iw_cm_batch_init(struct iw_cm_id_int *id);
 
 /* cm_spread.c (the listener's loop). Hand an accepted connection whose
  * MPA Request came in, and its CONNECT_REQUEST req, to the loop its
