@@ -366,7 +366,9 @@ struct iw_conn_opts {
 	 * iw_req_notify_cq or iw_progress on any CQ of the context (so a
 	 * thread that polls never waits for its own octets), when the
 	 * connection closes, or else from the loop thread within about
-	 * 2 x tx_batch_us. A first post after a pause, or one answering
+	 * 2 x tx_batch_us (the loop's timers count whole milliseconds: 2 ms
+	 * at most for any tx_batch_us up to 1000). A first post after a
+	 * pause, or one answering
 	 * octets that arrived (a ping-pong), is written at once. A WR's
 	 * completion still follows the write of its last octet. Defaults 16
 	 * messages, 64 KiB and 100 us; tx_batch_msgs 0 or 1 writes every

@@ -21,7 +21,10 @@
  *    queued before its FIN (the loop's flush), a close unlists the id;
  *  - the backstop: a timer of the loop thread, ticking every tx_batch_us
  *    while posts keep being held, writes what was held over a whole tick
- *    with nobody writing (at most about 2 x tx_batch_us after the post).
+ *    with nobody writing (at most about 2 x tx_batch_us after the post;
+ *    libevent over epoll waits in whole milliseconds, so a tick is at
+ *    least 1 ms: 2 ms at most for the default, and about a loop wake-up
+ *    per millisecond, not per 100 us, while posts keep being held).
  *    A post starts it only when it is off: no system call per message.
  * The first post after a pause, and a post that answers octets read (a
  * ping-pong), are written at once, as before: latency does not wait.

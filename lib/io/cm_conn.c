@@ -14,7 +14,10 @@
  * Transmit: everything queued goes out in one sendmsg(), from the thread
  * that posted or polls (txlock) or from the loop; when the socket is
  * full the loop waits for room once (tx_wait), and pollers keep writing
- * at each visit meanwhile.
+ * at each visit meanwhile. A post that arrives together with the
+ * previous one may leave its FPDUs queued for the next write instead
+ * (cm_batch.c: the bound, the next poll or arm, the close, a backstop):
+ * every write here takes whatever is queued, so nothing is reordered.
  * Run to completion (a context with IW_CONTEXT_POLL): application threads
  * that poll (iw_poll_cq, iw_progress) read the socket of a RUNNING
  * connection themselves (iw_cm_conn_poll). Receive ownership is the
