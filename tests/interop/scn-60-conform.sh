@@ -39,6 +39,15 @@
 #   2.16, 2.28  a Reply with more than 256 octets of private data (512,
 #         and 513 which is illegal) to siw's initiator: iw_cm's
 #         cm_event_handler dereferences NULL + 4 in siw_cm_wq.
+#   1.30  a legal Request sent one octet per TCP segment: siw's responder
+#         has the pool problem of case 2.18 (one READ_MPAHDR work item per
+#         segment from a small pool, -ENOMEM ignored), so it can leave the
+#         Request unread and never answer; our close after the wait then
+#         reaches iw_cm's BUG() at iwcm.c:969 and the guest is gone (run of
+#         2026-11-26 16:40 on a loaded host: 24 octets sent in 3 ms, no
+#         answer in 12 s, FIN, BUG; the same case passed in the runs
+#         before). The dribble is still checked against iwarp-ping -s in
+#         make check (tests/conform.sh) and, as initiator, by 2.18.
 # 1.4 and 1.11 used to be left out too; with the settling they run (1.4
 # DEVIATES: siw picks a WRITE RTR we did not offer; 1.11 passes).
 #
@@ -55,7 +64,7 @@ PORT=${IWI_CONFORM_PORT:-7450}
 LPORT=$((PORT + 1))
 OUT=$IWI_OUT/conform
 DEV=$IWI_SRC/tests/interop/siw-deviations.txt
-SKIP=1.28,1.29,1.31,2.16,2.28
+SKIP=1.28,1.29,1.30,1.31,2.16,2.28
 
 # start_rping [PORT]: rping -s -P in the guest, listening on PORT.
 start_rping() {
