@@ -179,8 +179,14 @@ int main(int argc, char **argv)
 	printf("%s: %u loop threads, woken %lu times for %d Sends (at most %lu paced by time)\n",
 	       mode, loops, wakes, PINGS, paced);
 	CHECK(!want_loops || loops == want_loops, "the number of loop threads (IWARP_LOOPS)");
+	/* A loop thread that finds the next Send already waiting when it is
+	 * done with one does not sleep in between, so the voluntary switches
+	 * count fewer wakes than Sends on a loaded machine: 799 for 2,000 in
+	 * CI's ASan tree while make -j2 check and a fuzz campaign ran (2,000
+	 * alone, ASan or not). A quarter of the Sends still tells the loops'
+	 * receiving (about one wake per Send) from the pollers' (tens). */
 	if (strcmp(mode, "loop") == 0)
-		CHECK(wakes >= PINGS / 2, "the loop threads received (IWARP_POLL=0)");
+		CHECK(wakes >= PINGS / 4, "the loop threads received (IWARP_POLL=0)");
 	else
 		CHECK(wakes < PINGS / 2 + paced, "ibv_poll_cq received, not the loop threads");
 	rdma_disconnect(ini.id);
