@@ -45,7 +45,10 @@
  * once (signaled ones; unsignaled at most once; SRQ WRs at most once, the
  * rest still in the SRQ), each CQ in posting order, all of it by the time
  * the connection is lost; no MR reference is leaked (every MR deregisters,
- * the SRQ destroys, the kept PDs and CQs are back to no user of the input); the QP's own output decodes cleanly (the
+ * the SRQ destroys, the kept PDs and CQs are back to no user of the input);
+ * no block of the context's allocator left out but the kept objects' (the
+ * allocator, fuzz/pool.c, reuses blocks across inputs; FUZZ_POOL=0 gives
+ * libc's, for ASan's allocation stacks); the QP's own output decodes cleanly (the
  * CRC enforced unless partial writes open the race noted in setup()),
  * FPDUs within MULPDU, nothing after a TERMINATE, the RTR
  * first, nothing but a TERMINATE before a P2P responder got its RTR, and
@@ -68,6 +71,7 @@
 #include "engine/qp_txq.h"
 #include "engine/srq.h"
 #include "fuzz.h"
+#include "pool.h"
 
 #define SETTINGS_LEN 8
 #define ARENA_ADDR 0x10000000ul
@@ -197,6 +201,8 @@ static struct {
 	struct iw_pd *pd, *pd2;
 	struct iw_cq *scq, *rcq;
 	int pd_use, pd2_use; /* the PDs' users with nothing of an input's */
+	bool pool;           /* the context allocates from fuzz/pool.c */
+	size_t pool_live;    /* its blocks out but the caches' (pool_cached) */
 } K;
 
 FUZZ_HARNESS static uint32_t next_rand(void)
@@ -907,6 +913,20 @@ FUZZ_HARNESS static void start(void)
 	tap_fpdu_rx_init(&F.tap.rx, s->crc, s->mk_tx, 0, 0, s->tx_partial ? IW_RX_SKIP_CRC : 0);
 }
 
+/* Blocks the context keeps for later use once an input made it need them:
+ * the spare transmit queue (qp_txq.c) and the STag table's chunks and
+ * free list (mem.c), which grow to the most MRs an input registered. */
+FUZZ_HARNESS static size_t pool_cached(void)
+{
+	struct iw_txq *spare = atomic_load(&K.ctx->txq_spare);
+	const struct iw_mem_table *t = &K.ctx->mem;
+	size_t n = spare ? 1u + (spare->stage != NULL) : 0u;
+
+	for (unsigned c = 0; c < IW_STAG_CHUNKS; c++)
+		n += atomic_load(&t->chunk[c]) != NULL;
+	return n + (t->free_idx != NULL);
+}
+
 /* At exit the kept objects go as each input's did before they were kept:
  * their release paths stay exercised (ASan, LSan, the coverage report). */
 FUZZ_HARNESS static void keep_free(void)
@@ -914,6 +934,7 @@ FUZZ_HARNESS static void keep_free(void)
 	CHECK(iw_destroy_cq(K.scq) == 0 && iw_destroy_cq(K.rcq) == 0);
 	CHECK(iw_dealloc_pd(K.pd) == 0 && iw_dealloc_pd(K.pd2) == 0);
 	iw_context_core_free(K.ctx);
+	CHECK(fuzz_pool_live() == 0);
 }
 
 FUZZ_HARNESS static void keep_init(void)
@@ -921,7 +942,8 @@ FUZZ_HARNESS static void keep_init(void)
 	if (K.ctx)
 		return;
 	atexit(keep_free);
-	K.ctx = iw_context_core_new();
+	K.pool = fuzz_pool_ops() != NULL;
+	K.ctx = iw_context_core_new_alloc(fuzz_pool_ops());
 	CHECK(K.ctx);
 	K.pd = iw_alloc_pd(K.ctx);
 	K.pd2 = iw_alloc_pd(K.ctx);
@@ -930,6 +952,18 @@ FUZZ_HARNESS static void keep_init(void)
 	CHECK(K.pd && K.pd2 && K.scq && K.rcq);
 	K.pd_use = atomic_load(&K.pd->use);
 	K.pd2_use = atomic_load(&K.pd2->use);
+	K.pool_live = fuzz_pool_live() - pool_cached();
+}
+
+/* The pool's blocks out after an input: the kept objects' and the
+ * caches', nothing else. LSan would not see a leaked block that came from
+ * the pool's free list. */
+FUZZ_HARNESS static void pool_check(void)
+{
+	if (!K.pool)
+		return;
+	CHECK(fuzz_pool_live() == K.pool_live + pool_cached());
+	fuzz_pool_next_input();
 }
 
 FUZZ_HARNESS static void setup(void)
@@ -1093,6 +1127,7 @@ FUZZ_HARNESS static void keep_reset(void)
 	CHECK(atomic_load(&K.pd->use) == K.pd_use && atomic_load(&K.pd2->use) == K.pd2_use);
 	CHECK(iw_fuzz_mem_restart(&K.ctx->mem) == 0);
 	atomic_store(&K.ctx->next_qpn, 0);
+	pool_check();
 }
 
 FUZZ_HARNESS static void teardown(void)
