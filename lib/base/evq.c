@@ -34,11 +34,38 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "base/evq.h"
+
+#ifdef IW_FUZZING
+/* Fuzzing builds only (-DIW_FUZZING, never the library): the counts of
+ * fds below FUZZ_FDS live here, not in the eventfd. A fuzz target takes
+ * its events on the thread that raised them and never waits on the fd,
+ * and the write, poll and read that each event cost were 7% of
+ * fuzz_qp_rx's time (perf; strace: about one event per input). The
+ * eventfds are still made, so that every fd the API hands out is real. */
+#define FUZZ_FDS 1024
+static _Atomic uint64_t fuzz_count[FUZZ_FDS];
+
+static _Atomic uint64_t *fuzz_counter(int fd)
+{
+	return fd >= 0 && fd < FUZZ_FDS ? &fuzz_count[fd] : NULL;
+}
+
+/* One count off, if there is one: true. */
+static bool fuzz_take(_Atomic uint64_t *c)
+{
+	uint64_t v = atomic_load(c);
+
+	while (v && !atomic_compare_exchange_weak(c, &v, v - 1))
+		;
+	return v != 0;
+}
+#endif
 
 int iw_evq_init(struct iw_evq *q)
 {
@@ -47,6 +74,10 @@ int iw_evq_init(struct iw_evq *q)
 
 	if (fd < 0)
 		return -errno;
+#ifdef IW_FUZZING
+	if (fuzz_counter(fd))
+		atomic_store(fuzz_counter(fd), 0); /* a closed queue's fd again */
+#endif
 	rc = pthread_mutex_init(&q->lock, NULL);
 	if (rc) {
 		close(fd);
@@ -80,6 +111,12 @@ static void count_add(int fd, uint64_t n)
 {
 	if (iw_evq_signal_hook)
 		iw_evq_signal_hook(fd);
+#ifdef IW_FUZZING
+	if (fuzz_counter(fd)) {
+		atomic_fetch_add(fuzz_counter(fd), n);
+		return;
+	}
+#endif
 	ssize_t w = write(fd, &n, sizeof(n));
 
 	(void)w;
@@ -119,6 +156,11 @@ static bool defer_count(int fd)
 static int count_down(int fd)
 {
 	uint64_t v;
+#ifdef IW_FUZZING
+	/* Nobody could wake a wait on the fd: a count of 0 is EAGAIN. */
+	if (fuzz_counter(fd))
+		return fuzz_take(fuzz_counter(fd)) ? 0 : -EAGAIN;
+#endif
 	ssize_t n = read(fd, &v, sizeof(v));
 
 	if (n == (ssize_t)sizeof(v))
@@ -130,6 +172,10 @@ static bool fd_readable(int fd)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 
+#ifdef IW_FUZZING
+	if (fuzz_counter(fd))
+		return atomic_load(fuzz_counter(fd)) > 0;
+#endif
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
