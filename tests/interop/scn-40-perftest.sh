@@ -11,9 +11,12 @@
 # a case passes when both programs exit 0, each printed its result row for
 # that size and count, and the figures are real: bandwidth above 0, latency
 # above 0 and finite. perftest derives its clock from an rdtsc regression,
-# which TCG sometimes spoils ("Correlation coefficient r^2 < 0.9", then
-# 0.00 MB/sec or inf usec): such a run is repeated, at most twice. A run that
-# still has no clock is judged on iwarp-perf's figures and says so.
+# which TCG spoiled in about half the runs while the guest kept time with
+# the HPET ("Correlation coefficient r^2 < 0.9", then 0.00 MB/sec or inf
+# usec); the rig now boots the guest with the TSC as its clocksource
+# (rig/start.sh), and a run whose clock still fails is repeated, at most
+# twice. A run that still has no clock is judged on iwarp-perf's figures and
+# says so.
 # Then the baseline: the same tests and sizes siw<->siw in the guest (server
 # on vCPU 1, client on vCPU 0), all in one guest command.
 # $IWI_OUT/perf.md gets the table (the client's figure in every column:
