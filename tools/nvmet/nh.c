@@ -34,6 +34,14 @@ uint64_t nh_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void on_cm_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct nh *h = arg;
+	(void)fd;
+	(void)what;
+	h->cm_ready = true;
+}
+
 int nh_open(struct nh *h, const struct nh_opts *o)
 {
 	h->o = *o;
@@ -53,11 +61,18 @@ int nh_open(struct nh *h, const struct nh_opts *o)
 	if (!h->cm || !h->pd)
 		return -1;
 	fcntl(h->cm->fd, F_SETFL, fcntl(h->cm->fd, F_GETFL) | O_NONBLOCK);
-	return 0;
+	/* Edge-triggered: the channel stays readable until nh_progress reads
+	 * it, and libevent's EVLOOP_NONBLOCK loops for as long as a callback
+	 * is active, so a level-triggered event spun cm_wait for good. */
+	h->cm_ev = event_new(h->base, h->cm->fd, EV_READ | EV_PERSIST | EV_ET, on_cm_readable, h);
+	return h->cm_ev && !event_add(h->cm_ev, NULL) ? 0 : -1;
 }
 
 void nh_close(struct nh *h)
 {
+	if (h->cm_ev)
+		event_free(h->cm_ev);
+	h->cm_ev = NULL;
 	iw_dealloc_pd(h->pd);
 	iw_cm_destroy_channel(h->cm);
 	iw_context_free(h->ctx);
@@ -397,20 +412,27 @@ void nh_wait(struct nh *h)
 	struct timeval tv = {0, 100000};
 	event_base_loopexit(h->base, &tv);
 	event_base_loop(h->base, EVLOOP_ONCE);
+	h->waited = true;
 }
 
 int nh_progress(struct nh *h, struct nh_queue *qs, int nq)
 {
 	int got = 0;
 	struct iw_cm_event *ev;
-	event_base_loop(h->base, EVLOOP_NONBLOCK);
-	while (iw_cm_get_event(h->cm, &ev) == 0) {
+	/* Each of these was a system call a QD 1 load paid per I/O for
+	 * nothing: the loop has just run if nh_wait came before, and the CM
+	 * channel is read only once the loop has seen it readable. */
+	if (!h->waited)
+		event_base_loop(h->base, EVLOOP_NONBLOCK);
+	h->waited = false;
+	while (h->cm_ready && iw_cm_get_event(h->cm, &ev) == 0) {
 		for (int i = 0; i < nq; i++)
 			if (qs[i].id == ev->id && (ev->event == IW_CM_EVENT_DISCONNECTED ||
 						   ev->event == IW_CM_EVENT_CONNECT_ERROR))
 				qs[i].dead = true;
 		iw_cm_ack_event(ev);
 	}
+	h->cm_ready = false;
 	for (int i = 0; i < nq; i++)
 		got += poll_queue(&qs[i]);
 	return got;

@@ -75,6 +75,8 @@ struct nh {
 	struct iw_context *ctx;
 	struct iw_pd *pd;
 	struct iw_cm_channel *cm;
+	struct event *cm_ev;    /* the CM channel readable: sets cm_ready */
+	bool cm_ready, waited;  /* see nh_progress */
 	nh_done_fn done;
 	void *done_arg;
 	uint16_t cntlid;
