@@ -412,7 +412,7 @@ void nh_wait(struct nh *h)
 	struct timeval tv = {0, 100000};
 	event_base_loopexit(h->base, &tv);
 	event_base_loop(h->base, EVLOOP_ONCE);
-	h->waited = true;
+	h->skip_loop = true;
 }
 
 int nh_progress(struct nh *h, struct nh_queue *qs, int nq)
@@ -420,11 +420,13 @@ int nh_progress(struct nh *h, struct nh_queue *qs, int nq)
 	int got = 0;
 	struct iw_cm_event *ev;
 	/* Each of these was a system call a QD 1 load paid per I/O for
-	 * nothing: the loop has just run if nh_wait came before, and the CM
+	 * nothing. The loop is not run when it has just run (nh_wait), nor
+	 * right after the CQs were polled empty of responses: only the loop
+	 * fills them again, and a caller that finds nothing now waits in it
+	 * (its epoll_wait returns at once if something is ready). The CM
 	 * channel is read only once the loop has seen it readable. */
-	if (!h->waited)
+	if (!h->skip_loop)
 		event_base_loop(h->base, EVLOOP_NONBLOCK);
-	h->waited = false;
 	while (h->cm_ready && iw_cm_get_event(h->cm, &ev) == 0) {
 		for (int i = 0; i < nq; i++)
 			if (qs[i].id == ev->id && (ev->event == IW_CM_EVENT_DISCONNECTED ||
@@ -435,6 +437,7 @@ int nh_progress(struct nh *h, struct nh_queue *qs, int nq)
 	h->cm_ready = false;
 	for (int i = 0; i < nq; i++)
 		got += poll_queue(&qs[i]);
+	h->skip_loop = got > 0;
 	return got;
 }
 

@@ -76,7 +76,7 @@ struct nh {
 	struct iw_pd *pd;
 	struct iw_cm_channel *cm;
 	struct event *cm_ev;    /* the CM channel readable: sets cm_ready */
-	bool cm_ready, waited;  /* see nh_progress */
+	bool cm_ready, skip_loop; /* see nh_progress */
 	nh_done_fn done;
 	void *done_arg;
 	uint16_t cntlid;
