@@ -488,7 +488,7 @@ static void poll_cq(struct tr_loop *lp, struct iw_cq *cq, bool recv)
  * there, one after it raises the event. */
 static void watch_sends(struct tr_loop *lp)
 {
-	while (lp->sq_out && !lp->scq_armed) {
+	if (lp->sq_out && !lp->scq_armed) {
 		iw_req_notify_cq(lp->scq, 0);
 		lp->scq_armed = true;
 		poll_cq(lp, lp->scq, false);
