@@ -136,7 +136,10 @@ START_TEST(access_flag_rule)
 	/* MW_BIND needs nothing else; unknown bits, alone or with valid
 	 * ones, are refused. */
 	ck_assert(iw_mem_access_valid(IW_ACCESS_MW_BIND));
-	for (int bit = 5; bit < 31; bit++) {
+	/* READ_SINK lets the peer's Read Responses write: LOCAL_WRITE too. */
+	ck_assert(!iw_mem_access_valid(IW_ACCESS_READ_SINK));
+	ck_assert(iw_mem_access_valid(IW_ACCESS_READ_SINK | IW_ACCESS_LOCAL_WRITE));
+	for (int bit = 6; bit < 31; bit++) {
 		ck_assert(!iw_mem_access_valid(1 << bit));
 		ck_assert(!iw_mem_access_valid((1 << bit) | IW_ACCESS_LOCAL_WRITE));
 	}

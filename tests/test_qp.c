@@ -619,13 +619,14 @@ static void xfer_write(struct world *w, int s, size_t len, uint32_t seed)
 }
 
 /* An RDMA Read of len octets from offset 24 of the peer's MR into offset 8
- * of a sink that allows REMOTE_WRITE. */
+ * of a sink that allows REMOTE_WRITE, or (odd seeds) only READ_SINK. */
 static void xfer_read(struct world *w, int s, size_t len, uint32_t seed)
 {
 	struct end *S = &w->e[s], *D = &w->e[s ^ 1];
 	struct buf *src = buf_new(w, w->pd, len + 32, ACC_RD);
 	fill(src->p, len + 32, seed);
-	struct buf *sink = buf_new(w, w->pd, len + 32, ACC_RW);
+	struct buf *sink = buf_new(w, w->pd, len + 32,
+				   (seed & 1) ? IW_ACCESS_LOCAL_WRITE | IW_ACCESS_READ_SINK : ACC_RW);
 	struct iw_sge sg = sge_of(sink, 8, len);
 	ck_assert_int_eq(post_rdma(S->qp, seed, IW_WR_RDMA_READ, 0, &sg, 1, src->p + 24,
 				   src->mr->rkey),
@@ -2434,6 +2435,7 @@ enum hflags {
 	HF_SMALL_RQ = 1 << 7, /* an RQ of four WRs */
 	HF_HOLD = 1 << 8,     /* IW_QP_CREATE_RECV_HOLD */
 	HF_HOLD_SMALL = 1 << 9, /* ... holding two messages, 100 octets */
+	HF_SINK_LOCAL = 1 << 10, /* the Reads' sink: LOCAL_WRITE | READ_SINK only */
 };
 
 static void hfix_init(struct hfix *f, unsigned flags, enum mp_mode mode)
@@ -2474,7 +2476,8 @@ static void hfix_init(struct hfix *f, unsigned flags, enum mp_mode mode)
 	f->rtr_wait = flags & HF_RTR;
 
 	f->rbuf = buf_new(w, w->pd, 3 * 64, IW_ACCESS_LOCAL_WRITE);
-	f->sink = buf_new(w, w->pd, 64, ACC_RW);
+	f->sink = buf_new(w, w->pd, 64,
+			  (flags & HF_SINK_LOCAL) ? IW_ACCESS_LOCAL_WRITE | IW_ACCESS_READ_SINK : ACC_RW);
 	f->msg = buf_new(w, w->pd, 64, 0);
 	f->mr_rw = buf_new(w, w->pd, 64, ACC_RW | IW_ACCESS_REMOTE_READ | IW_ACCESS_REMOTE_ATOMIC);
 	f->mr_rd = buf_new(w, w->pd, 64, ACC_RD);
@@ -2632,6 +2635,15 @@ static void a_write_access(struct hfix *f)
 {
 	uint8_t d[16] = {0};
 	host_write(&f->h, f->mr_lw->mr->rkey, (uintptr_t)f->mr_lw->p, d, sizeof(d));
+}
+
+/* A sink with READ_SINK alone takes Read Responses, never a Write. */
+static void a_write_read_sink(struct hfix *f)
+{
+	uint8_t d[16];
+	fill(d, sizeof(d), 5);
+	host_write(&f->h, f->sink->mr->rkey, (uintptr_t)f->sink->p, d, sizeof(d));
+	ck_assert(memcmp(f->sink->p, (uint8_t[64]){0}, 64) == 0);
 }
 
 static void a_write_pd(struct hfix *f)
@@ -3247,6 +3259,10 @@ static const struct hcase hcases[] = {
 	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, IW_WC_LOC_ACCESS_ERR},
 	{"Read Response bounds", HF_ALL, a_read_resp_bounds, IW_TERM_DDP_T_BASE_BOUNDS,
 	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, IW_WC_LOC_ACCESS_ERR},
+	{"Read Response bounds, READ_SINK sink", HF_SINK_LOCAL, a_read_resp_bounds,
+	 IW_TERM_DDP_T_BASE_BOUNDS, IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, IW_WC_LOC_ACCESS_ERR},
+	{"Write into a READ_SINK sink", HF_SINK_LOCAL, a_write_read_sink, IW_TERM_DDP_T_INV_STAG,
+	 IW_EVENT_QP_ACCESS_ERR, COPY_DDP, 0, 0},
 	{"CRC error", HF_CRC, a_crc, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL, COPY_NONE, 0, 0},
 	{"CRC error in placed payload", HF_CRC, a_crc_payload, IW_TERM_LLP_CRC, IW_EVENT_QP_FATAL,
 	 COPY_NONE, 0, 0},
@@ -3640,7 +3656,9 @@ END_TEST
 START_TEST(test_hostile_benign)
 {
 	struct hfix f;
-	hfix_init(&f, HF_CRC | (_i ? HF_MK_IN | HF_MK_OUT : 0), (enum mp_mode)(_i % MP_NUM_MODES));
+	/* Odd runs: the Reads' sink has READ_SINK, no remote right. */
+	hfix_init(&f, HF_CRC | (_i ? HF_MK_IN | HF_MK_OUT : 0) | ((_i & 1) ? HF_SINK_LOCAL : 0),
+		  (enum mp_mode)(_i % MP_NUM_MODES));
 	host_write(&f.h, 0, 0, NULL, 0);
 	host_write(&f.h, 0x00ABCD00u, UINT64_MAX, NULL, 0);
 	uint8_t d[40];

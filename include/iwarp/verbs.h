@@ -481,6 +481,8 @@ enum iw_access_flags {
 	IW_ACCESS_REMOTE_READ = 1 << 2,
 	IW_ACCESS_REMOTE_ATOMIC = 1 << 3, /* requires LOCAL_WRITE */
 	IW_ACCESS_MW_BIND = 1 << 4,       /* memory windows may be bound to the MR */
+	IW_ACCESS_READ_SINK = 1 << 5,     /* our RDMA Reads' sink, no remote right;
+					   * requires LOCAL_WRITE (iw_reg_mr) */
 };
 
 /* A registered region. lkey == rkey == the STag: a 24-bit index and an
@@ -507,14 +509,23 @@ struct iw_mr {
  * access 0 allows local reads only (a Send or Write source). Receives and
  * atomic results need IW_ACCESS_LOCAL_WRITE; the sink of an RDMA Read is
  * written by the peer's tagged Read Response and needs
- * IW_ACCESS_REMOTE_WRITE (an iWARP rule). The returned struct belongs to
- * the library: read its fields, free it with iw_dereg_mr. Any thread.
+ * IW_ACCESS_REMOTE_WRITE (an iWARP rule), or IW_ACCESS_READ_SINK: the
+ * region may be the sink of this side's own Reads, and nothing else a peer
+ * sends may touch it (a Read Response is placed only at the STag and range
+ * of the outstanding Read it answers; RDMA Writes and remote invalidation
+ * are refused). That lets a large region (a storage target's RAM, say)
+ * take Reads in place without being exposed to every peer of the PD; it
+ * is what Linux siw accepts (a sink with local write), but hardware iWARP
+ * adapters want IW_ACCESS_REMOTE_WRITE, so portable code uses that or a
+ * memory window. The returned struct belongs to the library: read its
+ * fields, free it with iw_dereg_mr. Any thread.
  *
  * Returns: the MR, or NULL with errno set.
  * Errors:
  *   EINVAL  pd or addr is NULL, length is 0, the range wraps the address
- *           space, access has unknown bits, or IW_ACCESS_REMOTE_WRITE or
- *           IW_ACCESS_REMOTE_ATOMIC is set without IW_ACCESS_LOCAL_WRITE.
+ *           space, access has unknown bits, or IW_ACCESS_REMOTE_WRITE,
+ *           IW_ACCESS_REMOTE_ATOMIC or IW_ACCESS_READ_SINK is set without
+ *           IW_ACCESS_LOCAL_WRITE.
  *   ENOMEM  Out of memory, or all 2^24 - 1 STag indices are in use.
  */
 struct iw_mr *iw_reg_mr(struct iw_pd *pd, void *addr, size_t length, int access);
@@ -1214,8 +1225,8 @@ struct iw_recv_wr {
  * sq_sig_all, errors always. Per opcode:
  *  - SEND, SEND_WITH_INV (invalidate_rkey), RDMA_WRITE (wr.rdma): at most
  *    max_send_sge SGEs, any valid MR of the PD.
- *  - RDMA_READ (wr.rdma): one SGE, in an MR with IW_ACCESS_REMOTE_WRITE,
- *    or inside a memory window bound now with IW_ACCESS_REMOTE_WRITE (a
+ *  - RDMA_READ (wr.rdma): one SGE, in an MR with IW_ACCESS_REMOTE_WRITE
+ *    or IW_ACCESS_READ_SINK, or inside a memory window bound now with IW_ACCESS_REMOTE_WRITE (a
  *    type 2 one to this QP; post the Read after the bind's completion):
  *    the sink STag is used only by the peer's Read Response, so a window
  *    over an MR without remote rights is the narrowest sink; not inline.

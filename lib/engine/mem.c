@@ -123,8 +123,11 @@
 
 #define ACCESS_ALL \
 	(IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | \
-	 IW_ACCESS_REMOTE_ATOMIC | IW_ACCESS_MW_BIND)
+	 IW_ACCESS_REMOTE_ATOMIC | IW_ACCESS_MW_BIND | IW_ACCESS_READ_SINK)
 #define ACCESS_REMOTE (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ | IW_ACCESS_REMOTE_ATOMIC)
+
+/* A Read's sink needs either right, not both (op_rights, has_rights). */
+#define SINK_RIGHTS (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_READ_SINK)
 
 #define TABLE_MIN_SLOTS 64u
 
@@ -161,7 +164,7 @@ bool iw_mem_access_valid(int access)
 		return false;
 	/* A peer's write or atomic changes local memory: verbs require that
 	 * the owner may write it too (ibv_reg_mr's EINVAL rule). */
-	if ((access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC)) &&
+	if ((access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC | IW_ACCESS_READ_SINK)) &&
 	    !(access & IW_ACCESS_LOCAL_WRITE))
 		return false;
 	return true;
@@ -176,6 +179,7 @@ static int op_rights(enum iw_mem_op op)
 	case IW_MEM_LOCAL_WRITE:
 		return IW_ACCESS_LOCAL_WRITE;
 	case IW_MEM_READ_SINK: /* filled by a tagged Read Response */
+		return SINK_RIGHTS;
 	case IW_MEM_REMOTE_WRITE:
 		return IW_ACCESS_REMOTE_WRITE;
 	case IW_MEM_REMOTE_READ:
@@ -527,6 +531,13 @@ static enum fail check_range(const struct snap *sn, uint64_t to, uint64_t len)
 	return OK;
 }
 
+static bool has_rights(int access, int rights)
+{
+	if (rights == SINK_RIGHTS)
+		return (access & SINK_RIGHTS) != 0;
+	return (access & rights) == rights;
+}
+
 /* The checks shared by local and remote accesses, in the order of mem.h.
  * On success *out holds a reference and *ptr is the host address of to. */
 static enum fail check(struct iw_mem_table *t, const struct iw_mem_req *req, bool remote,
@@ -543,7 +554,7 @@ static enum fail check(struct iw_mem_table *t, const struct iw_mem_req *req, boo
 		f = F_STAG; /* a window is no lkey (verbs) */
 	else if (sn.pd != req->pd || (sn.window && !sn.pd_wide && sn.qp_num != req->qp_num))
 		f = F_PD;   /* a type 2 window belongs to one stream */
-	else if ((sn.access & rights) != rights)
+	else if (!has_rights(sn.access, rights))
 		f = F_ACCESS;
 	else
 		f = check_range(&sn, to, len);
@@ -576,7 +587,8 @@ uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *re
 	enum fail f;
 
 	*out_mr = NULL;
-	bool place = op == IW_MEM_REMOTE_WRITE || op == IW_MEM_REMOTE_ATOMIC;
+	bool place = op == IW_MEM_REMOTE_WRITE || op == IW_MEM_REMOTE_ATOMIC ||
+		     op == IW_MEM_READ_SINK;
 
 	f = check(t, req, true, stag, to, len, op_rights(op), place, out_mr, out_ptr);
 	if (f == OK)

@@ -133,7 +133,8 @@ int iw_fuzz_mem_restart(struct iw_mem_table *t);
 enum iw_mem_op {
 	IW_MEM_LOCAL_READ,    /* gather for Send/Write/Read Response: any valid MR */
 	IW_MEM_LOCAL_WRITE,   /* scatter of a receive: LOCAL_WRITE */
-	IW_MEM_READ_SINK,     /* RDMA Read sink: REMOTE_WRITE (iWARP rule) */
+	IW_MEM_READ_SINK,     /* RDMA Read sink, and its Read Response placed:
+			       * REMOTE_WRITE (iWARP rule) or READ_SINK */
 	IW_MEM_REMOTE_WRITE,  /* peer's Write or Read Response placed here */
 	IW_MEM_REMOTE_READ,   /* peer's Read Request source */
 	IW_MEM_REMOTE_ATOMIC, /* peer's atomic target */
@@ -175,7 +176,8 @@ int iw_mem_check_sink(struct iw_mem_table *t, const struct iw_mem_req *req,
 /* Drop a reference taken by a check (NULL is ignored). */
 void iw_mem_put(struct iw_mr_int *mr);
 
-/* A remote check for IW_MEM_REMOTE_WRITE or IW_MEM_REMOTE_ATOMIC also
+/* A remote check for IW_MEM_REMOTE_WRITE, IW_MEM_REMOTE_ATOMIC or
+ * IW_MEM_READ_SINK also
  * starts a placement: the peer's octets are landing in the region until
  * iw_mem_placed (then iw_mem_put), and a LOCAL_INV of the STag does not
  * complete before (issue 15, "invalidation must be final"). */

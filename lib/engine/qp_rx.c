@@ -129,7 +129,7 @@ static uint16_t read_resp_sink(struct iw_qp *qp, const struct iw_ddp_seg *s,
 	    s->ddp.to - w->sge[0].addr + s->payload_len > w->sge[0].length)
 		return IW_TERM_DDP_T_BASE_BOUNDS;
 	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
-				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
+				   s->payload_len, IW_MEM_READ_SINK, IW_MEM_BY_DDP, &qp->in.mr,
 				   &qp->in.dst);
 }
 

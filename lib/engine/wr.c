@@ -118,7 +118,7 @@ static int fill_payload(struct iw_swqe *w, struct iw_qp *qp, enum iw_mem_op op)
 	return 0;
 }
 
-/* A Read's one sink SGE: an MR with REMOTE_WRITE, or a window bound now
+/* A Read's one sink SGE: an MR with REMOTE_WRITE or READ_SINK, or a window bound now
  * (type 2: to this QP) with REMOTE_WRITE; a reference held until the WR
  * completes, so the window cannot be freed under the Read. */
 static int fill_sink(struct iw_swqe *w, struct iw_qp *qp)
@@ -179,7 +179,8 @@ static int fill_by_opcode(struct iw_swqe *w, struct iw_qp *qp, const struct iw_s
 		return fill_payload(w, qp, IW_MEM_LOCAL_READ);
 	case IW_WR_RDMA_READ:
 		/* The sink is written by a tagged Read Response: one SGE whose
-		 * MR allows REMOTE_WRITE, as on every iWARP device. */
+		 * MR allows REMOTE_WRITE, as on every iWARP device, or
+		 * READ_SINK (iw_reg_mr). */
 		if (w->num_sge != 1 || (w->flags & IW_SEND_INLINE))
 			return EINVAL;
 		return fill_sink(w, qp);
