@@ -3,7 +3,8 @@
 #
 # usage: scripts/nvmf_bench.sh [SECONDS]     (from the build directory)
 #
-# iwarp-nvmf-perf against iwarp-nvmet (RAM namespace) on 127.0.0.1, beside
+# iwarp-nvmf-perf against iwarp-nvmet (64 MiB RAM namespace, the size of
+# the baseline's store, made alike: tools/nvmet/ram_map.c) on 127.0.0.1, beside
 # the same load through raw TCP sockets with the data inline (the
 # NVMe/TCP-shaped baseline of iwarp-nvmf-perf --tcp / --tcp-server), in the
 # same run: 4 KiB random read and write at QD 1 and 32, 128 KiB sequential
@@ -28,9 +29,9 @@ PERF=$B/tools/iwarp-nvmf-perf
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/iw_nvmfb.XXXXXX") || exit 1
 PIDS=
 trap 'for p in $PIDS; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-"$TGT" -a 127.0.0.1 -p 0 -N ram:256M --loops "$loops" >"$TMP/tgt.out" 2>&1 &
+"$TGT" -a 127.0.0.1 -p 0 -N ram:64M --loops "$loops" >"$TMP/tgt.out" 2>&1 &
 TPID1=$!
-"$TGT" -a 127.0.0.1 -p 0 -N ram:256M --loops "$loops" -I 131072 >"$TMP/tgt2.out" 2>&1 &
+"$TGT" -a 127.0.0.1 -p 0 -N ram:64M --loops "$loops" -I 131072 >"$TMP/tgt2.out" 2>&1 &
 TPID2=$!
 PIDS="$PIDS $TPID1 $TPID2"
 "$PERF" --tcp-server -a 127.0.0.1 -p 0 >"$TMP/tcp.out" 2>&1 &

@@ -184,6 +184,21 @@ stop_target && ok "SIGTERM: target exits 0" || bad "target exit status on SIGTER
 # The --no-inline and --invalidate runs fetched their write data by RDMA READ.
 grep -q '^iwarp-nvmet: loop .* [1-9][0-9]* writes by RDMA READ, ' "$TMP/tgt.out" &&
 	ok "keyed SGL writes were fetched by RDMA READ" || bad "no RDMA READ counted"
+# ... straight into the RAM namespace, and reads were sent from it.
+grep -q '^iwarp-nvmet: loop .* [1-9][0-9]* in place, ' "$TMP/tgt.out" &&
+	ok "RAM namespace data moved in place" || bad "no I/O in place counted"
+
+# The same through the slots' buffers (--copy-ram): nothing in place.
+start_target -N ram:4M -b 512 --loops 1 --copy-ram || exit 1
+perf "--copy-ram: fill 128 KiB qd 4, generation 3" --fill -b 131072 -d 4 -g 3
+perf "--copy-ram: random reads 8 KiB qd 8 verify generation 3" -r randread -b 8192 -d 8 \
+	-c 1000 -V -g 3
+perf "--copy-ram: randrw 4 KiB qd 16 verify, RDMA READ" -r randrw -b 4096 -d 16 -c 2000 -V \
+	--no-inline
+stop_target || bad "target exit status"
+grep -q '^iwarp-nvmet: loop 0: .* [1-9][0-9]* writes by RDMA READ, 0 in place, ' "$TMP/tgt.out" &&
+	ok "--copy-ram: writes fetched by RDMA READ, none in place" ||
+	{ bad "--copy-ram: I/O in place"; cat "$TMP/tgt.out"; }
 
 # I/O queue q on loop (q - 1) mod 2, each serving, as the verbose log and
 # the exit summary say. Two hosts one after the other, five connections
@@ -319,7 +334,7 @@ start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1
 perf "file namespace: fill generation 5" --fill -b 16384 -d 4 -g 5
 stop_target || bad "target exit status"
 # 16 KiB writes came in their capsules (the default IOCCSZ): no RDMA READ.
-grep -q '^iwarp-nvmet: loop 0: [1-9][0-9]* commands, .* 0 writes by RDMA READ, ' "$TMP/tgt.out" &&
+grep -q '^iwarp-nvmet: loop 0: [1-9][0-9]* commands, .* 0 writes by RDMA READ, 0 in place, ' "$TMP/tgt.out" &&
 	ok "16 KiB writes in-capsule at the default size (no RDMA READ)" ||
 	{ bad "16 KiB writes were not all in-capsule"; cat "$TMP/tgt.out"; }
 start_target -N "$TMP/ns.img" -s 2M -b 4096 --loops 1 || exit 1

@@ -28,6 +28,7 @@
 #include "nvmf.h"
 #include "nvmf_le.h"
 #include "perf_load.h"
+#include "ram_map.h"
 
 #define TCP_STORE (64u << 20)
 
@@ -83,7 +84,7 @@ int tcp_server(const char *addr, uint16_t port)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
 	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
-	store = calloc(1, TCP_STORE);
+	store = ram_map(TCP_STORE); /* as iwarp-nvmet's RAM namespaces */
 	if (lfd < 0 || !store || inet_pton(AF_INET, addr ? addr : "0.0.0.0", &sin.sin_addr) != 1)
 		return 1;
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

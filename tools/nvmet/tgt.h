@@ -140,6 +140,7 @@ struct tgt_req {
 	struct nvmf_cmd cmd;
 	struct nvmf_sgl sgl;
 	uint8_t *data;        /* the transport's buffer (max_io octets) */
+	struct tgt_ns *in_place; /* data is this RAM namespace's (tgt_io_in_place) */
 	uint8_t *icd;         /* in-capsule data in the receive buffer */
 	uint32_t icd_len;
 	uint32_t xfer_len;    /* octets the command moves, as the SGL says */
@@ -190,6 +191,11 @@ uint16_t tgt_queues_max(const struct tgt_cfg *cfg);
 enum tgt_step tgt_admin_exec(struct tgt_req *req);
 uint16_t tgt_io_prep(struct tgt_req *req);
 void tgt_io_exec(struct tgt_req *req);
+/* A Read or Write of a RAM namespace with a keyed SGL, past tgt_cmd_begin
+ * without a status: point req->data at its blocks in the namespace, so the
+ * transport moves the host's data straight in or out and nothing is
+ * copied (req->in_place says so). Anything else is left as it is. */
+void tgt_io_in_place(struct tgt_req *req);
 uint16_t tgt_fabrics_prep(struct tgt_req *req);
 void tgt_fabrics_exec(struct tgt_req *req);
 struct tgt_ns *tgt_ns_find(struct tgt *t, uint32_t nsid);

@@ -105,6 +105,21 @@ static void count(struct tgt_queue *q, bool write, uint32_t len)
 	add(write ? &q->wr_bytes : &q->rd_bytes, len);
 }
 
+void tgt_io_in_place(struct tgt_req *req)
+{
+	const struct nvmf_cmd *c = &req->cmd;
+	if (!req->q->qid || req->cqe.status || req->sgl.kind != NVMF_SGL_KIND_KEYED ||
+	    (c->opc != NVME_IO_READ && c->opc != NVME_IO_WRITE))
+		return;
+	struct tgt_ns *ns = tgt_ns_find(req->q->tgt, c->nsid);
+	if (!ns || !ns->ram)
+		return;
+	struct nvmf_rw rw;
+	nvmf_rw_get(&rw, c);
+	req->data = ns->ram + (rw.slba << ns->lbads); /* in range: tgt_io_prep */
+	req->in_place = ns;
+}
+
 void tgt_io_exec(struct tgt_req *req)
 {
 	const struct nvmf_cmd *c = &req->cmd;
@@ -114,11 +129,11 @@ void tgt_io_exec(struct tgt_req *req)
 	nvmf_rw_get(&rw, c);
 	switch (c->opc) {
 	case NVME_IO_READ:
-		st = tgt_ns_read(ns, req->data, rw.slba, rw.nlb);
+		st = req->in_place ? 0 : tgt_ns_read(ns, req->data, rw.slba, rw.nlb);
 		count(req->q, false, req->xfer_len);
 		break;
 	case NVME_IO_WRITE:
-		st = tgt_ns_write(ns, req->data, rw.slba, rw.nlb, rw.fua);
+		st = req->in_place ? 0 : tgt_ns_write(ns, req->data, rw.slba, rw.nlb, rw.fua);
 		count(req->q, true, req->xfer_len);
 		break;
 	case NVME_IO_FLUSH:

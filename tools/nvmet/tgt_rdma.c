@@ -16,7 +16,8 @@
  *
  * Resources, per loop: one SRQ shared by the loop's queues, with `slots` receive buffers
  * (64-octet command + in-capsule data) and as many data buffers (max_io,
- * page aligned, registered for the host's RDMA READ Responses). Slot i's
+ * page aligned, registered as the sink of our RDMA READs and of nothing a
+ * host could send on its own: IW_ACCESS_READ_SINK). Slot i's
  * data buffer belongs to the command received in slot i, until the Send of
  * its response completes; then the receive is posted again, or kept
  * spare. A Send that finds no receive is fatal on iWARP (no RNR retry), so
@@ -33,8 +34,11 @@
  * order on the QP, so the data is placed before the host sees the
  * response); host writes with a keyed SGL are RDMA READs, at most ORD
  * outstanding per queue (the rest wait in order); in-capsule data is used
- * where it landed. The response is a Send with Invalidate of the host's
- * key when its SGL asked for it.
+ * where it landed. A RAM namespace is registered whole, as a READ sink too,
+ * and its Reads and Writes move in place: the WRITE's source and the
+ * READ's sink are the namespace's own blocks (tgt_io_in_place), so the
+ * target copies nothing. The response is a Send with Invalidate of the
+ * host's key when its SGL asked for it.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -141,7 +145,7 @@ struct tr_loop {
 	struct tr_msg *mail, **mail_tail;
 	struct tr_msg stop;     /* M_STOP, ready: stopping needs no memory */
 	/* For the summary at exit (iwarp-nvmet(1), make nvmf-bench). */
-	uint64_t cmds, queues, io_queues, write_reads;
+	uint64_t cmds, queues, io_queues, write_reads, in_place;
 	double cpu_s;
 };
 
@@ -158,6 +162,9 @@ struct tr {
 	pthread_mutex_t cm_lock;
 	uint32_t rsize, nslots, nloops;
 	struct tr_loop *loops;
+	/* Every RAM namespace, registered for in-place I/O, unless copy_ram */
+	struct iw_mr *ns_mr[TGT_MAX_NS];
+	bool in_place;
 	uint64_t serial;
 	bool wildcard;
 };
@@ -189,6 +196,14 @@ static uint8_t *dbuf(struct tr_loop *lp, uint32_t i)
 }
 
 /* ------------------------------------------------------------ slots */
+
+/* The MR holding a command's data: its slot's buffer or its namespace. */
+static uint32_t data_lkey(const struct tr_loop *lp, const struct tgt_req *req)
+{
+	if (!req->in_place)
+		return lp->dmr->lkey;
+	return lp->tr->ns_mr[req->in_place - lp->tr->t->cfg.ns]->lkey;
+}
 
 static int post_slot(struct tr_loop *lp, struct tr_slot *s)
 {
@@ -321,7 +336,7 @@ static void respond(struct tr_loop *lp, struct tr_slot *s)
 		say(lp, "queue %u cid %u opcode 0x%02x: %s (0x%x)", c->q.qid, req->cmd.cid,
 		    req->cmd.opc, nvmf_status_str(req->cqe.status), req->cqe.status);
 	s->dsge = (struct iw_sge){.addr = (uintptr_t)req->data, .length = req->c2h_len,
-				  .lkey = lp->dmr->lkey};
+				  .lkey = data_lkey(lp, req)};
 	s->csge = (struct iw_sge){.addr = (uintptr_t)s->cqe, .length = sizeof(s->cqe)};
 	s->send = (struct iw_send_wr){.wr_id = (uint64_t)WR_SEND << 32 | s->idx,
 				      .sg_list = &s->csge, .num_sge = 1, .opcode = IW_WR_SEND,
@@ -354,7 +369,7 @@ static void start_read(struct tr_loop *lp, struct tr_slot *s)
 	struct tr_conn *c = s->conn;
 	struct tgt_req *req = &s->req;
 	struct iw_sge sge = {.addr = (uintptr_t)req->data, .length = req->xfer_len,
-			     .lkey = lp->dmr->lkey};
+			     .lkey = data_lkey(lp, req)};
 	struct iw_send_wr wr = {.wr_id = (uint64_t)WR_READ << 32 | s->idx, .sg_list = &sge,
 				.num_sge = 1, .opcode = IW_WR_RDMA_READ,
 				.send_flags = IW_SEND_SIGNALED}, *bad;
@@ -434,6 +449,10 @@ static void on_recv(struct tr_loop *lp, const struct iw_wc *wc)
 		release(lp, s);
 		iw_cm_disconnect(c->id);
 		return;
+	}
+	if ((step == TGT_FETCH || step == TGT_EXEC) && lp->tr->in_place) {
+		tgt_io_in_place(&s->req);
+		lp->in_place += s->req.in_place != NULL;
 	}
 	if (step == TGT_FETCH)
 		want_read(lp, s);
@@ -870,6 +889,24 @@ static int setup_context(struct tr *tr)
 	return tr->pd && tr->cm ? 0 : -1;
 }
 
+/* A RAM namespace is the sink of the host's Write data and the source of
+ * its Read data: one registration each, local only (READ_SINK: no host
+ * can reach a namespace but through its own commands). */
+static int setup_in_place(struct tr *tr)
+{
+	const struct tgt_cfg *cfg = &tr->t->cfg;
+	for (uint32_t i = 0; i < cfg->nns && !tr->o->copy_ram; i++) {
+		if (!cfg->ns[i].ram)
+			continue;
+		tr->ns_mr[i] = iw_reg_mr(tr->pd, cfg->ns[i].ram, cfg->ns[i].ram_len,
+					 IW_ACCESS_LOCAL_WRITE | IW_ACCESS_READ_SINK);
+		if (!tr->ns_mr[i])
+			return -1;
+		tr->in_place = true;
+	}
+	return 0;
+}
+
 static int setup_loop_verbs(struct tr_loop *lp)
 {
 	struct tr *tr = lp->tr;
@@ -886,12 +923,13 @@ static int setup_loop_verbs(struct tr_loop *lp)
 	lp->slots = calloc(tr->nslots, sizeof(*lp->slots));
 	if (!lp->rcq || !lp->scq || !lp->srq || !lp->rbufs || !lp->dbufs || !lp->slots)
 		return -1;
-	/* Receive buffers are ours alone; data buffers are the sink of the
-	 * host's READ Responses, which iWARP requires to be remotely
-	 * writable. Two regions, so the first never is. */
+	/* Receive buffers are ours alone; data buffers are also the sink of
+	 * the host's READ Responses, and of nothing else a host sends: a
+	 * host sees their STag in every READ Request, and with a remote
+	 * right could write into other hosts' commands (READ_SINK). */
 	lp->rmr = iw_reg_mr(tr->pd, lp->rbufs, (size_t)tr->nslots * tr->rsize, IW_ACCESS_LOCAL_WRITE);
 	lp->dmr = iw_reg_mr(tr->pd, lp->dbufs, (size_t)tr->nslots * max_io,
-			    IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
+			    IW_ACCESS_LOCAL_WRITE | IW_ACCESS_READ_SINK);
 	if (!lp->rmr || !lp->dmr)
 		return -1;
 	for (uint32_t i = tr->nslots; i-- > 0;) {
@@ -1061,8 +1099,9 @@ static void summary(const struct tr *tr)
 	for (uint32_t i = 0; i < tr->nloops; i++) {
 		const struct tr_loop *lp = &tr->loops[i];
 		printf("iwarp-nvmet: loop %u: %" PRIu64 " commands, %" PRIu64 " queues (%" PRIu64
-		       " I/O), %" PRIu64 " writes by RDMA READ, %.3f s CPU\n",
-		       i, lp->cmds, lp->queues, lp->io_queues, lp->write_reads, lp->cpu_s);
+		       " I/O), %" PRIu64 " writes by RDMA READ, %" PRIu64 " in place, %.3f s CPU\n",
+		       i, lp->cmds, lp->queues, lp->io_queues, lp->write_reads, lp->in_place,
+		       lp->cpu_s);
 	}
 	fflush(stdout);
 }
@@ -1080,6 +1119,8 @@ static void teardown(struct tr *tr, uint32_t started)
 	for (uint32_t i = 0; i < tr->nloops && tr->loops[i].base; i++)
 		loop_free(&tr->loops[i]);
 	iw_cm_destroy_channel(tr->cm);
+	for (uint32_t i = 0; i < TGT_MAX_NS; i++)
+		iw_dereg_mr(tr->ns_mr[i]);
 	iw_dealloc_pd(tr->pd);
 	iw_context_free(tr->ctx);
 	for (uint32_t i = 0; i < tr->nloops; i++)
@@ -1123,7 +1164,7 @@ static int setup(struct tr *tr)
 	for (uint32_t i = 0; i < tr->nloops; i++)
 		if (loop_init(tr, i))
 			return -1;
-	if (setup_context(tr))
+	if (setup_context(tr) || setup_in_place(tr))
 		return -1;
 	for (uint32_t i = 0; i < tr->nloops; i++)
 		if (setup_loop_verbs(&tr->loops[i]) || setup_loop_events(&tr->loops[i]))

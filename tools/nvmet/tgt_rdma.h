@@ -3,6 +3,7 @@
 #ifndef NVMET_TGT_RDMA_H
 #define NVMET_TGT_RDMA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tgt.h"
@@ -15,6 +16,7 @@ struct tr_opts {
 	uint32_t slots;      /* per loop: SRQ entries = receive buffers; half is its queue budget */
 	uint32_t loops;      /* event loops (threads), 1..TR_MAX_LOOPS */
 	const char *pcap;    /* trace file, or NULL */
+	bool copy_ram;       /* RAM namespaces through the slots' buffers, not in place */
 };
 
 /* Serve until SIGINT or SIGTERM: 0, or 1 after a setup failure (said on
