@@ -32,8 +32,8 @@
  * Memory lives in an arena mapped at a fixed address (ARENA_ADDR) so that
  * tagged offsets are the same in every run and can be put in seeds; STags
  * are deterministic too (IW_FUZZING makes the STag table allocate in order
- * instead of at random, and iw_fuzz_mem_restart starts it again for each
- * input on the context kept across inputs): region i (1-based in
+ * instead of at random, and iw_fuzz_mem_restart makes the slots no kept MR
+ * holds new again after each input): region i (1-based in
  * the table below) has STag i << 8, the fast-registered ones key 1. Every
  * region sits between poisoned canaries. fuzz/seed_qp.py mirrors this
  * layout: keep them in step.
@@ -44,8 +44,11 @@
  * direct destination lies inside it; every WR posted completes exactly
  * once (signaled ones; unsignaled at most once; SRQ WRs at most once, the
  * rest still in the SRQ), each CQ in posting order, all of it by the time
- * the connection is lost; no MR reference is leaked (every MR deregisters,
- * the SRQ destroys, the kept PDs and CQs are back to no user of the input);
+ * the connection is lost; no MR reference is leaked (no STag slot holds a
+ * reference after the input, the fast-registered MRs deregister, the SRQ
+ * and QP are made anew, the kept PDs and CQs are back to the kept
+ * objects' users); each input finds the kept objects as new ones (fuzz/run.sh
+ * compares per-input digests across orders and FUZZ_QP_FRESH=1);
  * no block of the context's allocator left out but the kept objects' (the
  * allocator, fuzz/pool.c, reuses blocks across inputs; FUZZ_POOL=0 gives
  * libc's, for ASan's allocation stacks); the QP's own output decodes cleanly (the
@@ -70,6 +73,7 @@
 #include "engine/qp.h"
 #include "engine/qp_txq.h"
 #include "engine/srq.h"
+#include "digest.h"
 #include "fuzz.h"
 #include "pool.h"
 
@@ -155,10 +159,7 @@ struct tap {
 struct fz {
 	struct settings set;
 	uint8_t *arena;
-	uint8_t shadow[ARENA_SIZE];
-	uint8_t wmask[ARENA_SIZE]; /* octets that may change */
 	uint8_t *host[NUM_REG];
-	struct iw_mr *mr[NUM_REG];
 
 	struct iw_srq *srq;
 	struct iw_qp *qp;
@@ -185,24 +186,39 @@ struct fz {
 	uint32_t local_term;
 	bool conn_lost;            /* iw_qp_conn_lost was called */
 	bool tap_complete;         /* everything queued was written out */
-	uint8_t stage[65536];      /* last: not cleared per input */
+	/* From here on not cleared per input: arena_reset rewrites the
+	 * shadow and the mask whole, drain_tx the stage before reading it. */
+	uint8_t stage[65536];
+	uint8_t shadow[ARENA_SIZE];
+	uint8_t wmask[ARENA_SIZE]; /* octets that may change */
 };
 
 static struct fz F;
 
-/* Made once and kept across inputs: a context, PDs and CQs per input cost
- * more than many inputs' streams, and their edges, run by every input,
- * swelled libFuzzer's per-input feature bookkeeping. Each input still finds
- * them as new (keep_reset): QP numbers and STags from the start, no
- * completion or event left over, no reference leaked. The MRs, SRQ and QP
- * are the input's own. */
+/* Made once and kept across inputs: a context, PDs, CQs, MRs, an SRQ and
+ * a QP per input cost more than many inputs' streams, and their edges, run
+ * by every input, swelled libFuzzer's per-input feature bookkeeping. Each
+ * input still finds them as new (keep_next): QP number and STags from the
+ * start, no completion, event or posted WR left over, no reference
+ * leaked; the QP and SRQ made again in place (iw_fuzz_qp_renew,
+ * iw_fuzz_srq_renew), the fast-registered MRs and whatever the input
+ * destroyed or deregistered made anew. fuzz/run.sh proves the start the
+ * same for every input: the corpus run in two orders, and with every
+ * object made anew for each input (FUZZ_QP_FRESH=1), gives each input
+ * the same digest of what it made happen (FUZZ_QP_DIGEST, fuzz/digest.c). */
 static struct {
 	struct iw_context *ctx;
 	struct iw_pd *pd, *pd2;
 	struct iw_cq *scq, *rcq;
-	int pd_use, pd2_use; /* the PDs' users with nothing of an input's */
+	struct iw_mr *mr[NUM_REG];
+	struct iw_srq *srq;
+	struct iw_qp *qp;
+	int pd_use, pd2_use; /* the PDs' users with the kept objects */
+	int scq_use, rcq_use;
 	bool pool;           /* the context allocates from fuzz/pool.c */
 	size_t pool_live;    /* its blocks out but the caches' (pool_cached) */
+	bool fresh;          /* FUZZ_QP_FRESH=1: every object anew per input */
+	bool digest;         /* FUZZ_QP_DIGEST names a file */
 } K;
 
 FUZZ_HARNESS static uint32_t next_rand(void)
@@ -412,6 +428,8 @@ FUZZ_HARNESS static void drain_tx(bool all)
 			off += k;
 		}
 		iw_qp_tx_sent(F.qp, total);
+		if (K.digest)
+			fuzz_digest_mix(F.stage, total);
 		tap_feed(F.stage, total);
 		take_events();
 		if (!all && F.set.tx_partial) {
@@ -430,7 +448,7 @@ FUZZ_HARNESS static struct iw_sge sge_at(int r, uint32_t off, uint32_t len)
 	struct iw_sge s = {
 		.addr = (uintptr_t)(F.host[r] + off),
 		.length = len,
-		.lkey = F.mr[r] ? F.mr[r]->lkey : 0,
+		.lkey = K.mr[r] ? K.mr[r]->lkey : 0,
 	};
 	if (defs[r].fastreg)
 		s.addr = defs[r].iova + off;
@@ -517,11 +535,11 @@ FUZZ_HARNESS static void post_reg(int r)
 {
 	struct iw_send_wr wr = wr_of(IW_WR_REG_MR, 0, NULL, 0);
 
-	if (!F.mr[r])
+	if (!K.mr[r])
 		return; /* deregistered */
 
-	wr.reg.mr = F.mr[r];
-	wr.reg.key = iw_inc_rkey(F.mr[r]->rkey);
+	wr.reg.mr = K.mr[r];
+	wr.reg.key = iw_inc_rkey(K.mr[r]->rkey);
 	wr.reg.access = defs[r].access;
 	wr.reg.iova = defs[r].iova;
 	wr.reg.length = defs[r].size;
@@ -609,10 +627,10 @@ FUZZ_HARNESS static void post_sends(uint8_t groups)
 		post_send(&wr);
 		post_read(R_SINK, 0, 0, 0);
 	}
-	if ((groups & 64) && F.mr[R_F1]) {
+	if ((groups & 64) && K.mr[R_F1]) {
 		/* Invalidate F1: a local error unless it is registered. */
 		wr = wr_of(IW_WR_LOCAL_INV, 0, NULL, 0);
-		wr.invalidate_rkey = iw_inc_rkey(F.mr[R_F1]->rkey);
+		wr.invalidate_rkey = iw_inc_rkey(K.mr[R_F1]->rkey);
 		post_send(&wr);
 	}
 	if (groups & 128) /* a Read answered in many segments */
@@ -627,6 +645,12 @@ FUZZ_HARNESS static void on_wc(const struct iw_wc *wc, bool recv)
 
 	CHECK(id < F.next_id);
 	CHECK(wc->qp_num == F.qp_num);
+	if (K.digest) {
+		uint64_t d[7] = {id, wc->status, wc->opcode, wc->byte_len, wc->vendor_err,
+				 wc->qp_num, recv};
+
+		fuzz_digest_mix(d, sizeof(d));
+	}
 	CHECK(++F.ncomp[id] == 1);
 	if (recv) {
 		CHECK(F.kind[id] == WK_RQ || F.kind[id] == WK_SRQ);
@@ -684,6 +708,11 @@ FUZZ_HARNESS static void take_async(void)
 	struct iw_async_event ev;
 
 	while (iw_get_async_event(K.ctx, &ev) == 0) {
+		if (K.digest) {
+			uint32_t d[3] = {ev.event_type, ev.term, ev.term_from_peer};
+
+			fuzz_digest_mix(d, sizeof(d));
+		}
 		switch (ev.event_type) {
 		case IW_EVENT_QP_FATAL:
 		case IW_EVENT_QP_REQ_ERR:
@@ -724,13 +753,13 @@ FUZZ_HARNESS static void modify(enum iw_qp_state s)
 FUZZ_HARNESS static void try_dereg_all(void)
 {
 	for (int r = 0; r < NUM_REG; r++) {
-		if (!F.mr[r])
+		if (!K.mr[r])
 			continue;
-		int rc = iw_dereg_mr(F.mr[r]);
+		int rc = iw_dereg_mr(K.mr[r]);
 
 		CHECK(rc == 0 || rc == EBUSY);
 		if (rc == 0) {
-			F.mr[r] = NULL;
+			K.mr[r] = NULL;
 			freeze(r);
 		}
 	}
@@ -927,10 +956,69 @@ FUZZ_HARNESS static size_t pool_cached(void)
 	return n + (t->free_idx != NULL);
 }
 
+
+/* The attributes every kept QP is made with between inputs, and those of
+ * an input that asks for an SRQ, unsignaled WRs or RFC 7306. */
+FUZZ_HARNESS static struct iw_qp_init_attr qp_attr(const struct settings *s)
+{
+	return (struct iw_qp_init_attr){
+		.send_cq = K.scq,
+		.recv_cq = K.rcq,
+		.srq = s && s->srq ? K.srq : NULL,
+		.cap = {.max_send_wr = 32, .max_recv_wr = 8, .max_send_sge = 3, .max_recv_sge = 3},
+		.qp_type = IW_QPT_RC,
+		.sq_sig_all = !(s && s->half_signaled),
+		.create_flags = s && s->rfc7306 ? IW_QP_CREATE_RFC7306 : 0,
+	};
+}
+
+static const struct iw_srq_attr srq_attr = {.max_wr = 8, .max_sge = 3, .srq_limit = 2};
+
+/* The kept QP made anew in place with attr (made at all if the last input
+ * destroyed it), numbered 1 as a new context's first QP. */
+FUZZ_HARNESS static void qp_make(const struct settings *s)
+{
+	struct iw_qp_init_attr qa = qp_attr(s);
+
+	atomic_store(&K.ctx->next_qpn, 0);
+	if (K.qp)
+		CHECK(iw_fuzz_qp_renew(K.qp, &qa) == 0);
+	else
+		K.qp = iw_create_qp(K.pd, &qa);
+	CHECK(K.qp && iw_qp_num(K.qp) == 1);
+}
+
+/* Whatever is missing made as a new context makes it: the MRs in table
+ * order, after iw_fuzz_mem_restart, so that region i gets STag i << 8
+ * (the lowest free index, key 0) whichever of them are made again. With
+ * FUZZ_QP_FRESH=1 the QP is made by setup, with the input's attributes. */
+FUZZ_HARNESS static void keep_restore(void)
+{
+	for (int r = 0; r < NUM_REG; r++) {
+		struct iw_pd *pd = defs[r].pd == 2 ? K.pd2 : K.pd;
+
+		if (!defs[r].pd || K.mr[r])
+			continue;
+		if (defs[r].fastreg)
+			K.mr[r] = iw_alloc_mr(pd, 1);
+		else
+			K.mr[r] = iw_reg_mr(pd, F.host[r], defs[r].size, defs[r].access);
+		CHECK(K.mr[r] && K.mr[r]->lkey == (uint32_t)(r + 1) << 8);
+	}
+	if (!K.srq)
+		K.srq = iw_create_srq(K.pd, &(struct iw_srq_init_attr){.attr = srq_attr});
+	CHECK(K.srq);
+	if (!K.qp && !K.fresh)
+		qp_make(NULL);
+}
+
 /* At exit the kept objects go as each input's did before they were kept:
  * their release paths stay exercised (ASan, LSan, the coverage report). */
 FUZZ_HARNESS static void keep_free(void)
 {
+	CHECK(iw_destroy_qp(K.qp) == 0 && iw_destroy_srq(K.srq) == 0);
+	for (int r = 0; r < NUM_REG; r++)
+		CHECK(iw_dereg_mr(K.mr[r]) == 0);
 	CHECK(iw_destroy_cq(K.scq) == 0 && iw_destroy_cq(K.rcq) == 0);
 	CHECK(iw_dealloc_pd(K.pd) == 0 && iw_dealloc_pd(K.pd2) == 0);
 	iw_context_core_free(K.ctx);
@@ -939,9 +1027,12 @@ FUZZ_HARNESS static void keep_free(void)
 
 FUZZ_HARNESS static void keep_init(void)
 {
+	const char *fresh = getenv("FUZZ_QP_FRESH");
+
 	if (K.ctx)
 		return;
 	atexit(keep_free);
+	K.fresh = fresh && strcmp(fresh, "1") == 0;
 	K.pool = fuzz_pool_ops() != NULL;
 	K.ctx = iw_context_core_new_alloc(fuzz_pool_ops());
 	CHECK(K.ctx);
@@ -950,8 +1041,11 @@ FUZZ_HARNESS static void keep_init(void)
 	K.scq = iw_create_cq(K.ctx, CQE, NULL, NULL, 0);
 	K.rcq = iw_create_cq(K.ctx, CQE, NULL, NULL, 0);
 	CHECK(K.pd && K.pd2 && K.scq && K.rcq);
+	keep_restore();
 	K.pd_use = atomic_load(&K.pd->use);
 	K.pd2_use = atomic_load(&K.pd2->use);
+	K.scq_use = atomic_load(&K.scq->use);
+	K.rcq_use = atomic_load(&K.rcq->use);
 	K.pool_live = fuzz_pool_live() - pool_cached();
 }
 
@@ -971,39 +1065,16 @@ FUZZ_HARNESS static void setup(void)
 	const struct settings *s = &F.set;
 
 	keep_init();
-	for (int r = 0; r < NUM_REG; r++) {
-		struct iw_pd *pd = defs[r].pd == 2 ? K.pd2 : K.pd;
-
-		if (!defs[r].pd)
-			continue;
-		if (defs[r].fastreg)
-			F.mr[r] = iw_alloc_mr(pd, 1);
-		else
-			F.mr[r] = iw_reg_mr(pd, F.host[r], defs[r].size, defs[r].access);
-		CHECK(F.mr[r] && F.mr[r]->lkey == (uint32_t)(r + 1) << 8);
-		/* The QP's remotely writable memory (fast-registered regions
-		 * once their REG_MR is posted). */
+	/* The QP's remotely writable memory (fast-registered regions once
+	 * their REG_MR is posted). */
+	for (int r = 0; r < NUM_REG; r++)
 		if (!defs[r].fastreg && defs[r].pd == 1 &&
 		    (defs[r].access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC)))
 			may_write(F.host[r], defs[r].size);
-	}
-	if (s->srq) {
-		struct iw_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 3, .srq_limit = 2}};
-
-		F.srq = iw_create_srq(K.pd, &sa);
-		CHECK(F.srq);
-	}
-	struct iw_qp_init_attr qa = {
-		.send_cq = K.scq,
-		.recv_cq = K.rcq,
-		.srq = F.srq,
-		.cap = {.max_send_wr = 32, .max_recv_wr = 8, .max_send_sge = 3, .max_recv_sge = 3},
-		.qp_type = IW_QPT_RC,
-		.sq_sig_all = !s->half_signaled,
-		.create_flags = s->rfc7306 ? IW_QP_CREATE_RFC7306 : 0,
-	};
-	F.qp = iw_create_qp(K.pd, &qa);
-	CHECK(F.qp);
+	F.srq = s->srq ? K.srq : NULL;
+	if (!K.qp || s->srq || s->half_signaled || s->rfc7306)
+		qp_make(s);
+	F.qp = K.qp;
 	F.qp_num = iw_qp_num(F.qp);
 	modify(IW_QPS_INIT);
 	F.next_id = 1;
@@ -1105,6 +1176,27 @@ FUZZ_HARNESS static void reconnect(void)
 	/* Not the registrations: those MRs are valid now. */
 	post_sends(F.set.groups & ~1);
 }
+/* What the next input must not find: the fast-registered MRs (REG_MR and
+ * invalidations change them) go each time; with FUZZ_QP_FRESH=1 every
+ * kept object goes, so keep_restore makes them all as a new context
+ * would. The QP, in RESET, and the SRQ are made anew in place. */
+FUZZ_HARNESS static void keep_release(void)
+{
+	if (K.fresh) {
+		CHECK(iw_destroy_qp(K.qp) == 0 && iw_destroy_srq(K.srq) == 0);
+		K.qp = NULL;
+		K.srq = NULL;
+	} else if (K.qp) {
+		qp_make(NULL); /* leaves the SRQ */
+	}
+	CHECK(!K.srq || iw_fuzz_srq_renew(K.srq, &srq_attr) == 0);
+	for (int r = 0; r < NUM_REG; r++) {
+		if (K.mr[r] && (K.fresh || defs[r].fastreg)) {
+			CHECK(iw_dereg_mr(K.mr[r]) == 0);
+			K.mr[r] = NULL;
+		}
+	}
+}
 
 /* The kept objects as the next input must find them, as a new context
  * would give them: nothing of this input holds them, nothing of it is
@@ -1114,19 +1206,21 @@ FUZZ_HARNESS static void reconnect(void)
  * markers a 256 KB stage, an mmap under ASan) and fresh pages per input,
  * a tenth of the target's time in the kernel (perf; strace: 9,000 mmap,
  * 5,800 munmap and 6,000 madvise in 30,000 runs). */
-FUZZ_HARNESS static void keep_reset(void)
+FUZZ_HARNESS static void keep_next(void)
 {
 	struct iw_wc wc[8];
 	struct iw_async_event ev;
 
+	keep_release();
 	CHECK(iw_poll_cq(K.scq, 8, wc) == 0 && iw_poll_cq(K.rcq, 8, wc) == 0);
 	while (iw_get_async_event(K.ctx, &ev) == 0)
 		;
-	CHECK(atomic_load(&K.scq->use) == 0 && atomic_load(&K.rcq->use) == 0);
 	CHECK(!K.scq->lost && !K.rcq->lost);
-	CHECK(atomic_load(&K.pd->use) == K.pd_use && atomic_load(&K.pd2->use) == K.pd2_use);
+	/* No reference of the input's left on any STag. */
 	CHECK(iw_fuzz_mem_restart(&K.ctx->mem) == 0);
-	atomic_store(&K.ctx->next_qpn, 0);
+	keep_restore();
+	CHECK(atomic_load(&K.scq->use) == K.scq_use && atomic_load(&K.rcq->use) == K.rcq_use);
+	CHECK(atomic_load(&K.pd->use) == K.pd_use && atomic_load(&K.pd2->use) == K.pd2_use);
 	pool_check();
 }
 
@@ -1135,23 +1229,29 @@ FUZZ_HARNESS static void teardown(void)
 	settle();
 	if (F.set.act & 128) {
 		/* Destroyed with whatever is queued: the flush completes
-		 * everything. */
+		 * everything. keep_restore makes another. */
 		CHECK(iw_destroy_qp(F.qp) == 0);
+		K.qp = NULL;
 		poll_cqs();
 		check_all_done();
 	} else {
+		struct iw_qp_attr a = {.qp_state = IW_QPS_RESET};
+
 		lose_connection();
-		CHECK(iw_destroy_qp(F.qp) == 0);
+		CHECK(iw_modify_qp(F.qp, &a, IW_QP_STATE) == 0);
 		/* Nothing completes twice: the connection loss flushed it
 		 * all. */
 		poll_cqs();
 	}
-	CHECK(iw_destroy_srq(F.srq) == 0);
-	/* No reference leaked: every MR lets go. */
-	for (int r = 0; r < NUM_REG; r++)
-		CHECK(iw_dereg_mr(F.mr[r]) == 0);
-	keep_reset();
+	keep_next();
 	arena_check();
+	if (K.digest) {
+		uint32_t d[4] = {F.events, F.tap.nseg, F.tap.nterm, F.tap.term};
+
+		fuzz_digest_mix(d, sizeof(d));
+		fuzz_digest_mix(F.arena, ARENA_SIZE);
+		fuzz_digest_end();
+	}
 }
 
 FUZZ_HARNESS int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -1167,6 +1267,9 @@ FUZZ_HARNESS int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	read_settings(&F.set, data);
 	F.rng = 0x9E3779B9u ^ F.set.seed;
 	arena_reset();
+	K.digest = fuzz_digest_on("FUZZ_QP_DIGEST");
+	if (K.digest)
+		fuzz_digest_begin(data, size);
 	setup();
 	feed(data + SETTINGS_LEN, size - SETTINGS_LEN);
 	teardown();

@@ -98,6 +98,40 @@ target_flags() {
 	esac
 }
 
+# fuzz_qp_rx keeps its QP, SRQ and MRs across inputs and makes them anew
+# in place between them (fuzz/fuzz_qp_rx.c). Every input of the corpus a
+# run leaves must then make the same things happen (FUZZ_QP_DIGEST: its
+# completions, events, output octets and memory, fuzz/digest.c) whichever
+# inputs ran before it: the corpus in name order, in reverse, and with
+# every object made anew for each input (FUZZ_QP_FRESH=1) give each input
+# one digest. Appends its verdict to the target's log; 0 if it holds.
+keep_check() {
+	bin=$1
+	dir=$2
+	log=$3
+	out=fuzz/keep-check
+	rm -rf "$out"
+	mkdir -p "$out"
+	ls -d "$dir"/* >"$out/files" || return 1
+	sort -r "$out/files" >"$out/files-r"
+	# shellcheck disable=SC2046 # one argument per corpus file
+	if ! { FUZZ_QP_DIGEST=$out/a "$bin" $(cat "$out/files") >"$out/a.log" 2>&1 &&
+		FUZZ_QP_DIGEST=$out/b "$bin" $(cat "$out/files-r") >"$out/b.log" 2>&1 &&
+		FUZZ_QP_FRESH=1 FUZZ_QP_DIGEST=$out/c "$bin" $(cat "$out/files") >"$out/c.log" 2>&1; }; then
+		echo "keep_check: ERROR: $bin failed on its corpus (logs in $out)" >>"$log"
+		return 1
+	fi
+	# libFuzzer runs some inputs twice (its leak check): one line each.
+	sort -u "$out/a" "$out/b" "$out/c" >"$out/all"
+	inputs=$(cut -d' ' -f1 "$out/all" | sort -u | wc -l)
+	if [ "$inputs" -ne "$(wc -l <"$out/all")" ] || [ "$inputs" -eq 0 ]; then
+		echo "keep_check: ERROR: $(($(wc -l <"$out/all") - inputs)) inputs of $inputs" \
+			"depend on what ran before them ($out/all: input hash, digest)" >>"$log"
+		return 1
+	fi
+	echo "keep_check: $inputs inputs, each the same in 3 runs" >>"$log"
+}
+
 # One target: its log in fuzz/TARGET.log, its table row in fuzz/TARGET.row
 # (a failure marked FAILED there), progress on stdout.
 run_one() {
@@ -121,6 +155,10 @@ run_one() {
 		-print_final_stats=1 $FUZZ_FLAGS $(target_flags "$t") \
 		-artifact_prefix="fuzz/artifacts-$t/" "fuzz/corpus-$t" >"$log" 2>&1
 	rc=$?
+	if [ $rc -eq 0 ] && [ "$t" = fuzz_qp_rx ]; then
+		keep_check "$bin" "fuzz/corpus-$t" "$log" || rc=1
+		tail -n 1 "$log"
+	fi
 	# The last status line carries the coverage reached and the run count.
 	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
 	echo "$last"

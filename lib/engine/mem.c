@@ -351,8 +351,9 @@ static uint8_t new_key(struct iw_mem_table *t, uint64_t w)
 	return (w & W_USED) ? (uint8_t)(w_key(w) + 1) : 0;
 }
 
-/* Pass 0: -EBUSY if a slot of chunk c is in use or referenced; pass 1:
- * its slots as never used. Chunk by chunk, not through slot_at (which is
+/* Pass 0: -EBUSY if a slot of chunk c is referenced or being placed
+ * into; pass 1: its free slots as never used (an MR's slot keeps its
+ * word: its STag stays). Chunk by chunk, not through slot_at (which is
  * code under test, traced at every call). Index 0 is never handed out. */
 FUZZ_SCAFFOLD static int restart_chunk(struct iw_mem_table *t, unsigned c, int pass)
 {
@@ -360,15 +361,15 @@ FUZZ_SCAFFOLD static int restart_chunk(struct iw_mem_table *t, unsigned c, int p
 	uint32_t base = chunk_base(c), n = chunk_len(c);
 
 	for (uint32_t i = base ? 0 : 1; ch && i < n && base + i < t->num_slots; i++) {
-		if (pass == 0 && (atomic_load(&ch[i].mr) || (atomic_load(&ch[i].word) & W_REFS)))
+		if (pass == 0 && ((atomic_load(&ch[i].word) & W_REFS) || atomic_load(&ch[i].placing)))
 			return -EBUSY;
-		if (pass == 1)
+		if (pass == 1 && !atomic_load(&ch[i].mr))
 			atomic_store(&ch[i].word, 0);
 	}
 	return 0;
 }
 
-/* Every slot as never used, if all are free and unreferenced (mem.h). */
+/* Every free slot as never used, if no slot is referenced (mem.h). */
 FUZZ_SCAFFOLD int iw_fuzz_mem_restart(struct iw_mem_table *t)
 {
 	int ret = 0;

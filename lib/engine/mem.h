@@ -121,11 +121,11 @@ int iw_mem_table_init(struct iw_mem_table *t);
 void iw_mem_table_cleanup(struct iw_mem_table *t);
 #ifdef IW_FUZZING
 /* Fuzzing builds only (-DIW_FUZZING, never the library, whose keys stay
- * random): once every MR has gone, make every slot as never used, so that
- * the next registrations get the indices and keys (0, 1, ...) a new
- * context would give. fuzz/fuzz_qp_rx.c keeps its context across inputs
- * and its seeds name STags. 0, or -EBUSY if an MR is still registered or
- * a reference held. */
+ * random): make every slot no MR occupies as never used, so that the next
+ * registrations get the indices and keys (0, 1, ...) a new context would
+ * give next to the MRs still registered. fuzz/fuzz_qp_rx.c keeps its
+ * context and MRs across inputs and its seeds name STags. 0, or -EBUSY
+ * (nothing changed) if a slot holds a reference or a placement. */
 int iw_fuzz_mem_restart(struct iw_mem_table *t);
 #endif
 

@@ -158,7 +158,8 @@ int iw_qp_rq_alloc_locked(struct iw_qp *qp)
 	return rq ? 0 : ENOMEM;
 }
 
-static void qp_free(struct iw_qp *qp)
+/* Everything the QP allocated after its creation. */
+static void qp_free_parts(struct iw_qp *qp)
 {
 	const struct iw_alloc_ops *a = qp->context->alloc;
 	iw_qp_hold_free_locked(qp); /* nobody else holds a pointer to it now */
@@ -169,22 +170,24 @@ static void qp_free(struct iw_qp *qp)
 	iw_free(a, qp->orq);
 	iw_free(a, qp->irq);
 	iw_free(a, qp->txq);
-	iw_free(a, qp);
 }
 
-IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr)
+static void qp_free(struct iw_qp *qp)
 {
-	if (!pd || !attr || !attr->send_cq || !attr->recv_cq || attr->qp_type != IW_QPT_RC ||
-	    (attr->create_flags & ~(uint32_t)(IW_QP_CREATE_RFC7306 | IW_QP_CREATE_RECV_HOLD)) ||
-	    ((attr->create_flags & IW_QP_CREATE_RECV_HOLD) && attr->srq) || !cap_valid(attr)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	struct iw_qp *qp = iw_calloc(pd->context->alloc, 1, sizeof(*qp));
-	if (!qp) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	qp_free_parts(qp);
+	iw_free(qp->context->alloc, qp);
+}
+
+static bool create_attr_ok(const struct iw_pd *pd, const struct iw_qp_init_attr *attr)
+{
+	return pd && attr && attr->send_cq && attr->recv_cq && attr->qp_type == IW_QPT_RC &&
+	       !(attr->create_flags & ~(uint32_t)(IW_QP_CREATE_RFC7306 | IW_QP_CREATE_RECV_HOLD)) &&
+	       !((attr->create_flags & IW_QP_CREATE_RECV_HOLD) && attr->srq) && cap_valid(attr);
+}
+
+/* A zeroed QP's fields from its attributes, before it takes a slot. */
+static void qp_init_attr(struct iw_qp *qp, struct iw_pd *pd, const struct iw_qp_init_attr *attr)
+{
 	qp->context = pd->context;
 	qp->pd = pd;
 	qp->send_cq = attr->send_cq;
@@ -204,17 +207,11 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 	qp_size_rings(qp);
 	qp->hold.max_num = qp->cap.max_recv_wr;
 	qp->hold.max_bytes = IW_RECV_HOLD_BYTES_DEFAULT;
-	if (!qp_slot_take(qp->context)) {
-		qp_free(qp);
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (qp->context->poll_mode && iw_qp_poll_join(qp)) {
-		atomic_fetch_sub(&qp->context->num_qps, 1);
-		qp_free(qp);
-		errno = ENOMEM;
-		return NULL;
-	}
+}
+
+/* Its number, lock and state, and the references on what it uses. */
+static void qp_init_rest(struct iw_qp *qp, struct iw_pd *pd, const struct iw_qp_init_attr *attr)
+{
 	qp->qp_num = atomic_fetch_add(&pd->context->next_qpn, 1) + 1;
 	qp->mreq = (struct iw_mem_req){.pd = pd, .qp_num = qp->qp_num, .bad_stag = &qp->bad_stag};
 	qp->max_rd_atomic = qp->max_dest_rd_atomic = 16;
@@ -228,8 +225,68 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 	atomic_fetch_add(&qp->recv_cq->use, 1);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->use, 1);
+}
+
+/* The references qp_init_rest took. */
+static void qp_drop_uses(struct iw_qp *qp)
+{
+	atomic_fetch_sub(&qp->pd->use, 1);
+	atomic_fetch_sub(&qp->send_cq->use, 1);
+	atomic_fetch_sub(&qp->recv_cq->use, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->use, 1);
+}
+
+IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *attr)
+{
+	if (!create_attr_ok(pd, attr)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct iw_qp *qp = iw_calloc(pd->context->alloc, 1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp_init_attr(qp, pd, attr);
+	if (!qp_slot_take(qp->context)) {
+		qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (qp->context->poll_mode && iw_qp_poll_join(qp)) {
+		atomic_fetch_sub(&qp->context->num_qps, 1);
+		qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp_init_rest(qp, pd, attr);
 	return qp;
 }
+
+#ifdef IW_FUZZING
+/* Fuzzing builds only (-DIW_FUZZING, never the library): see qp.h. */
+int iw_fuzz_qp_renew(struct iw_qp *qp, struct iw_qp_init_attr *attr)
+{
+	struct iw_pd *pd = qp->pd;
+
+	if (qp->state != IW_QPS_RESET || qp->connected || qp->glue || qp->context->poll_mode)
+		return EBUSY;
+	if (!create_attr_ok(pd, attr))
+		return EINVAL;
+	iw_qp_lock(qp);
+	iw_qp_txq_discard_locked(qp); /* as iw_destroy_qp */
+	iw_qp_unlock(qp);
+	qp_drop_uses(qp);
+	iw_async_forget(qp->context, qp);
+	pthread_mutex_destroy(&qp->lock);
+	qp_free_parts(qp);
+	memset(qp, 0, sizeof(*qp));
+	qp_init_attr(qp, pd, attr);
+	qp_init_rest(qp, pd, attr);
+	return 0;
+}
+#endif
 
 /* Destroy: the caller (or iw_cm_destroy_qp) has detached the connection.
  * Outstanding WRs are flushed first so no completion is lost. */
@@ -250,11 +307,7 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 		iw_qp_flush_locked(qp);
 	}
 	iw_qp_unlock(qp);
-	atomic_fetch_sub(&qp->pd->use, 1);
-	atomic_fetch_sub(&qp->send_cq->use, 1);
-	atomic_fetch_sub(&qp->recv_cq->use, 1);
-	if (qp->srq)
-		atomic_fetch_sub(&qp->srq->use, 1);
+	qp_drop_uses(qp);
 	/* Queued events must not hand the application a freed QP. */
 	iw_async_forget(qp->context, qp);
 	atomic_fetch_sub(&qp->context->num_qps, 1);

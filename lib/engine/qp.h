@@ -348,6 +348,13 @@ void iw_qp_start(struct iw_qp *qp, const struct iw_qp_conn *c);
  * receive decoder (IW_RX_SKIP_CRC unless the target clears it), so that
  * mutated inputs get past the CRC. fuzz/fuzz_qp_rx.c sets it per input. */
 extern unsigned iw_fuzz_qp_rx_flags;
+/* Fuzzing builds only: make a QP in RESET (no connection, no glue, no
+ * poll set) as iw_create_qp makes one with attr on its PD, in the same
+ * memory and context slot: what it allocated since is freed, its number
+ * taken anew. fuzz/fuzz_qp_rx.c keeps one QP across inputs. 0, EBUSY
+ * (not in RESET, connected or polled; nothing changed) or EINVAL (attr
+ * that iw_create_qp refuses; nothing changed). */
+int iw_fuzz_qp_renew(struct iw_qp *qp, struct iw_qp_init_attr *attr);
 #endif
 int iw_qp_rx(struct iw_qp *qp, const uint8_t *in, size_t len, size_t *consumed);
 /* Direct placement: up to the returned number of payload octets may be

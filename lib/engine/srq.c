@@ -168,14 +168,36 @@ IW_EXPORT int iw_query_srq(struct iw_srq *srq, struct iw_srq_attr *attr)
 	return 0;
 }
 
+/* The WRs still posted go without a completion. */
+static void release_posted(struct iw_srq *srq)
+{
+	for (uint32_t i = 0; i < srq->count; i++)
+		iw_rwqe_release(&srq->ring[(srq->head + i) % srq->size]);
+}
+
+#ifdef IW_FUZZING
+/* Fuzzing builds only (-DIW_FUZZING, never the library): see srq.h. */
+int iw_fuzz_srq_renew(struct iw_srq *srq, const struct iw_srq_attr *attr)
+{
+	if (atomic_load(&srq->use) > 0)
+		return EBUSY;
+	if (!attr_ok(attr) || attr->max_wr != srq->size || attr->max_sge != srq->max_sge)
+		return EINVAL;
+	release_posted(srq);
+	iw_async_forget(srq->context, srq);
+	srq->head = srq->count = 0;
+	srq->limit = attr->srq_limit;
+	return 0;
+}
+#endif
+
 IW_EXPORT int iw_destroy_srq(struct iw_srq *srq)
 {
 	if (!srq)
 		return 0;
 	if (atomic_load(&srq->use) > 0)
 		return EBUSY;
-	for (uint32_t i = 0; i < srq->count; i++)
-		iw_rwqe_release(&srq->ring[(srq->head + i) % srq->size]);
+	release_posted(srq);
 	atomic_fetch_sub(&srq->pd->use, 1);
 	/* A queued SRQ_LIMIT_REACHED must not name a freed SRQ. */
 	iw_async_forget(srq->context, srq);
