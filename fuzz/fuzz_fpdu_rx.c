@@ -15,7 +15,9 @@
  * The stream is decoded twice: once in one piece, once in chunks (and with
  * direct placement if asked). Both runs check the decoder's invariants as
  * they go, and reduce what they saw to a digest that must not depend on how
- * the stream was cut up: the API promises that any segmentation works.
+ * the stream was cut up: the API promises that any segmentation works. The
+ * chunked run uses a copy of the decoder whose comparisons are not traced
+ * (fuzz/chunk_rx.c): the one-piece run traces the same ones.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -38,9 +40,36 @@ struct settings {
 	uint8_t chunk_max;
 };
 
+/* A decoder: the library's (traced comparisons), or its copy in
+ * fuzz/chunk_rx.c (untraced), whose functions have the library's types. */
+struct rx_ops {
+	__typeof__(iw_fpdu_rx_init) *init;
+	__typeof__(iw_fpdu_rx_next) *next;
+	__typeof__(iw_fpdu_rx_direct_len) *direct_len;
+	__typeof__(iw_fpdu_rx_direct_done) *direct_done;
+	__typeof__(iw_fpdu_rx_finish) *finish;
+};
+
+static const struct rx_ops lib_rx = {
+	iw_fpdu_rx_init, iw_fpdu_rx_next, iw_fpdu_rx_direct_len, iw_fpdu_rx_direct_done,
+	iw_fpdu_rx_finish,
+};
+
+__typeof__(iw_fpdu_rx_init) chunk_fpdu_rx_init;
+__typeof__(iw_fpdu_rx_next) chunk_fpdu_rx_next;
+__typeof__(iw_fpdu_rx_direct_len) chunk_fpdu_rx_direct_len;
+__typeof__(iw_fpdu_rx_direct_done) chunk_fpdu_rx_direct_done;
+__typeof__(iw_fpdu_rx_finish) chunk_fpdu_rx_finish;
+
+static const struct rx_ops chunk_rx = {
+	chunk_fpdu_rx_init, chunk_fpdu_rx_next, chunk_fpdu_rx_direct_len,
+	chunk_fpdu_rx_direct_done, chunk_fpdu_rx_finish,
+};
+
 /* One decoding run over buf[0..len). */
 struct run {
 	const struct settings *set;
+	const struct rx_ops *ops;
 	const uint8_t *buf;
 	size_t len;
 	size_t pos;          /* octets of buf consumed (fed or placed) */
@@ -222,9 +251,9 @@ FUZZ_HARNESS static void check_error(struct run *r, int rc, const uint8_t *in, s
 	CHECK((rc == -EBADMSG) == (err == IW_WERR_FPDU_CRC));
 	if (rc == -EBADMSG)
 		CHECK(r->set->crc && r->set->enforce_crc);
-	CHECK(iw_fpdu_rx_next(&r->rx, &ev, in, n, &used) == rc);
+	CHECK(r->ops->next(&r->rx, &ev, in, n, &used) == rc);
 	CHECK(r->rx.err == err);
-	CHECK(iw_fpdu_rx_direct_len(&r->rx) == 0);
+	CHECK(r->ops->direct_len(&r->rx) == 0);
 	span_flush(r);
 	mix_u32(&r->digest, (uint32_t)-rc);
 	mix_u32(&r->digest, err);
@@ -235,7 +264,7 @@ FUZZ_HARNESS static void check_error(struct run *r, int rc, const uint8_t *in, s
  * length from the chunk as if it had been received into its destination. */
 FUZZ_HARNESS static size_t place_direct(struct run *r, const uint8_t *in, size_t n)
 {
-	size_t allowed = iw_fpdu_rx_direct_len(&r->rx);
+	size_t allowed = r->ops->direct_len(&r->rx);
 	size_t k;
 
 	if (!allowed || !n)
@@ -246,12 +275,12 @@ FUZZ_HARNESS static size_t place_direct(struct run *r, const uint8_t *in, size_t
 		static struct iw_fpdu_rx before;
 
 		memcpy(&before, &r->rx, sizeof(before));
-		CHECK(iw_fpdu_rx_direct_done(&r->rx, in, allowed + 1) == -EINVAL);
+		CHECK(r->ops->direct_done(&r->rx, in, allowed + 1) == -EINVAL);
 		CHECK(memcmp(&before, &r->rx, sizeof(before)) == 0);
 	}
 	k = n < allowed ? n : allowed;
 	take_payload(r, in, k, r->payload_next);
-	CHECK(iw_fpdu_rx_direct_done(&r->rx, in, k) == 0);
+	CHECK(r->ops->direct_done(&r->rx, in, k) == 0);
 	CHECK(r->rx.stream_off == stream_at(r, r->pos + k));
 	return k;
 }
@@ -273,7 +302,7 @@ FUZZ_HARNESS static int feed(struct run *r, const uint8_t *in, size_t n)
 		if (!n)
 			break;
 		CHECK(++calls <= 4 * n + 16 + 4 * r->len);
-		rc = iw_fpdu_rx_next(&r->rx, &ev, in, n, &used);
+		rc = r->ops->next(&r->rx, &ev, in, n, &used);
 		if (rc < 0) {
 			check_error(r, rc, in, n);
 			return rc;
@@ -313,7 +342,7 @@ FUZZ_HARNESS static size_t chunk_len(struct run *r, size_t left, bool whole)
 /* Input over: a partial FPDU is IW_WERR_FPDU_TRUNCATED, else fine. */
 FUZZ_HARNESS static void finish(struct run *r)
 {
-	int rc = iw_fpdu_rx_finish(&r->rx);
+	int rc = r->ops->finish(&r->rx);
 
 	if (r->pos == r->last_end_pos) {
 		CHECK(rc == 0);
@@ -333,11 +362,14 @@ FUZZ_HARNESS static void decode(struct run *r, const struct settings *set, const
 
 	memset(r, 0, sizeof(*r));
 	r->set = set;
+	/* The one-piece run traces the comparisons, the chunked one (the
+	 * same comparisons, many more calls) does not (fuzz/chunk_rx.c). */
+	r->ops = whole ? &lib_rx : &chunk_rx;
 	r->buf = buf;
 	r->len = len;
 	r->rng = 0x9e3779b9u ^ (uint32_t)len;
 	r->digest = 0xcbf29ce484222325ull;
-	iw_fpdu_rx_init(&r->rx, set->crc, set->markers, set->stream_off, set->max_ulpdu, flags);
+	r->ops->init(&r->rx, set->crc, set->markers, set->stream_off, set->max_ulpdu, flags);
 	CHECK(r->rx.stream_off == set->stream_off);
 
 	while (r->pos < len) {

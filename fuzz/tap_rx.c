@@ -8,12 +8,5 @@
  * traced comparisons in fuzz_qp_rx (perf), for edges the input's own
  * FPDUs reach. Same source, same behaviour: only the names differ.
  */
-#define iw_fpdu_rx_init tap_fpdu_rx_init
-#define iw_fpdu_rx_next tap_fpdu_rx_next
-#define iw_fpdu_rx_next_held tap_fpdu_rx_next_held
-#define iw_fpdu_rx_run_begin tap_fpdu_rx_run_begin
-#define iw_fpdu_rx_crc_flush tap_fpdu_rx_crc_flush
-#define iw_fpdu_rx_direct_len tap_fpdu_rx_direct_len
-#define iw_fpdu_rx_direct_done tap_fpdu_rx_direct_done
-#define iw_fpdu_rx_finish tap_fpdu_rx_finish
-#include "wire/mpa_rx.c"
+#define RX_COPY(name) tap_fpdu_rx_##name
+#include "rx_copy.h"
