@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * DDP segment header codec (RFC 5041), with the syntax checks that need only
- * the header itself: versions, opcode against T, QN against opcode, and L on
- * the messages RDMAP defines as single-segment. Anything that needs state
- * (MSN windows, STag lookups) belongs to the layers above.
+ * DDP segment header parser (RFC 5041; the writer is ddp_tx.c), with the
+ * syntax checks that need only the header itself: versions, opcode against
+ * T, QN against opcode, and L on the messages RDMAP defines as
+ * single-segment. Anything that needs state (MSN windows, STag lookups)
+ * belongs to the layers above.
  */
 #include <errno.h>
 #include <string.h>
@@ -12,27 +13,6 @@
 #include "wire/cursor.h"
 #include "wire/opcode.h"
 #include "base/visibility.h"
-
-IW_EXPORT int iw_ddp_hdr_build(uint8_t *out, size_t cap, const struct iw_ddp_hdr *h)
-{
-	struct iw_wr w = iw_wr_make(out, cap);
-
-	if (!h)
-		return -EINVAL;
-	iw_wr_u8(&w, h->ctrl);
-	iw_wr_u8(&w, h->rdmap_ctrl);
-	if (h->ctrl & IW_DDP_T) {
-		iw_wr_u32(&w, h->stag);
-		iw_wr_u64(&w, h->to);
-	} else {
-		iw_wr_u32(&w, h->inv_stag);
-		iw_wr_u32(&w, h->qn);
-		iw_wr_u32(&w, h->msn);
-		iw_wr_u32(&w, h->mo);
-	}
-	return w.failed ? -ENOSPC : (int)w.len;
-}
-
 
 /*
  * The order of the checks matters because only the first failure is
