@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "num.h"
 #include "util.h"
 
 bool rp_json_payload;
@@ -79,25 +80,29 @@ static void jstr(struct jw *w, const char *k, const char *v)
 static void jnum(struct jw *w, const char *k, uint64_t v)
 {
 	key(w, k);
-	printf("%" PRIu64, v);
+	rp_put_u64(v);
 }
 
 static void jbool(struct jw *w, const char *k, bool v)
 {
 	key(w, k);
-	printf(v ? "true" : "false");
+	fputs(v ? "true" : "false", stdout);
 }
 
 static void jhex64(struct jw *w, const char *k, uint64_t v)
 {
 	key(w, k);
-	printf("\"0x%016" PRIx64 "\"", v);
+	fputs("\"0x", stdout);
+	rp_put_hex(v, 16);
+	putchar('"');
 }
 
 static void jhex32(struct jw *w, const char *k, uint32_t v)
 {
 	key(w, k);
-	printf("\"0x%08" PRIx32 "\"", v);
+	fputs("\"0x", stdout);
+	rp_put_hex(v, 8);
+	putchar('"');
 }
 
 static void jbytes(struct jw *w, const char *k, const uint8_t *p, size_t n)
@@ -105,7 +110,7 @@ static void jbytes(struct jw *w, const char *k, const uint8_t *p, size_t n)
 	key(w, k);
 	putchar('"');
 	for (size_t i = 0; i < n; i++)
-		printf("%02x", p[i]);
+		rp_put_hex(p[i], 2);
 	putchar('"');
 }
 
@@ -133,7 +138,7 @@ static struct jw line_begin(const char *type)
 
 static void line_end(void)
 {
-	printf("}\n");
+	fputs("}\n", stdout);
 }
 
 static void origin(struct jw *w, const struct rp_origin *o)
@@ -148,7 +153,9 @@ static void origin(struct jw *w, const struct rp_origin *o)
 		jnum(w, "first_frame", o->first_frame ? o->first_frame : o->frame);
 	}
 	key(w, "time");
-	printf("%" PRIu64 ".%09" PRIu64, o->ts_ns / 1000000000u, o->ts_ns % 1000000000u);
+	rp_put_u64(o->ts_ns / 1000000000u);
+	putchar('.');
+	rp_put_u64z(o->ts_ns % 1000000000u, 9);
 	if (o->has_seq)
 		jnum(w, "seq", o->seq);
 }
@@ -271,7 +278,9 @@ static void term_obj(struct jw *w, const struct rp_ulpdu *u)
 	jnum(w, "etype", IW_TERM_ETYPE(t->term));
 	jnum(w, "ecode", IW_TERM_ECODE(t->term));
 	key(w, "code");
-	printf("\"0x%04x\"", t->term);
+	fputs("\"0x", stdout);
+	rp_put_hex(t->term, 4);
+	putchar('"');
 	jstr(w, "layer_str", iw_term_layer_str(IW_TERM_LAYER(t->term)));
 	jstr(w, "str", iw_term_str(t->term));
 	jbool(w, "m", t->hdrct & IW_TERM_HDR_M);
@@ -358,8 +367,11 @@ static void fpdu(const struct rp_origin *o, const struct rp_fpdu *f)
 	jbool(&w, "crc_ok", f->crc_ok);
 	key(&w, "markers");
 	putchar('[');
-	for (int i = 0; i < f->nmarkers; i++)
-		printf("%s%u", i ? "," : "", f->fpduptr[i]);
+	for (int i = 0; i < f->nmarkers; i++) {
+		if (i)
+			putchar(',');
+		rp_put_u64(f->fpduptr[i]);
+	}
 	putchar(']');
 	jbool(&w, "markers_ok", f->markers_ok);
 	ddp_obj(&w, &f->u);
@@ -414,7 +426,7 @@ static void first_error(struct jw *w, const struct rp_first_err *e)
 {
 	key(w, "first_error");
 	if (!e->set) {
-		printf("null");
+		fputs("null", stdout);
 		return;
 	}
 	putchar('{');

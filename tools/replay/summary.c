@@ -9,22 +9,42 @@
 #include <string.h>
 
 #include "emit.h"
+#include "num.h"
+
+/* Text, then a number: most of the summary. */
+static void num(const char *text, uint64_t v)
+{
+	fputs(text, stdout);
+	rp_put_u64(v);
+}
 
 static void capture_line(const struct rp_stats *s)
 {
 	const struct rp_capture_stats *c = &s->cap;
 
-	printf("  read: %" PRIu64 " frames, %" PRIu64 " TCP segments", c->frames, c->tcp);
-	if (c->not_ip || c->not_tcp || c->fragments || c->malformed)
-		printf(" (skipped: %" PRIu64 " not IP, %" PRIu64 " not TCP, %" PRIu64
-		       " IP fragments, %" PRIu64 " malformed)",
-		       c->not_ip, c->not_tcp, c->fragments, c->malformed);
-	printf("; %" PRIu64 " TCP connections, %" PRIu64 " with iWARP\n", s->conns, s->iwarp_conns);
-	printf("  TCP: %" PRIu64 " retransmissions, %" PRIu64 " out of order, %" PRIu64
-	       " overlaps (%" PRIu64 " with different data), %" PRIu64 " gaps (%" PRIu64
-	       " octets)%s\n",
-	       s->retrans, s->ooo, s->overlaps, s->conflicts, s->gaps, s->gap_bytes,
-	       c->snapped ? ", some segments cut by the snapshot length" : "");
+	num("  read: ", c->frames);
+	num(" frames, ", c->tcp);
+	fputs(" TCP segments", stdout);
+	if (c->not_ip || c->not_tcp || c->fragments || c->malformed) {
+		num(" (skipped: ", c->not_ip);
+		num(" not IP, ", c->not_tcp);
+		num(" not TCP, ", c->fragments);
+		num(" IP fragments, ", c->malformed);
+		fputs(" malformed)", stdout);
+	}
+	num("; ", s->conns);
+	num(" TCP connections, ", s->iwarp_conns);
+	fputs(" with iWARP\n", stdout);
+	num("  TCP: ", s->retrans);
+	num(" retransmissions, ", s->ooo);
+	num(" out of order, ", s->overlaps);
+	num(" overlaps (", s->conflicts);
+	num(" with different data), ", s->gaps);
+	num(" gaps (", s->gap_bytes);
+	fputs(" octets)", stdout);
+	if (c->snapped)
+		fputs(", some segments cut by the snapshot length", stdout);
+	putchar('\n');
 }
 
 static void opcode_lines(const struct rp_stats *s)
@@ -32,28 +52,36 @@ static void opcode_lines(const struct rp_stats *s)
 	for (unsigned op = 0; op < RP_OPCODES; op++) {
 		if (!s->segs[op])
 			continue;
-		printf("    %-32s %8" PRIu64 " messages %8" PRIu64 " FPDUs %12" PRIu64
-		       " payload octets\n",
-		       iw_rdmap_opcode_str(op), s->msgs[op], s->segs[op], s->payload[op]);
+		printf("    %-32s ", iw_rdmap_opcode_str(op));
+		rp_put_u64w(s->msgs[op], 8);
+		fputs(" messages ", stdout);
+		rp_put_u64w(s->segs[op], 8);
+		fputs(" FPDUs ", stdout);
+		rp_put_u64w(s->payload[op], 12);
+		fputs(" payload octets\n", stdout);
 	}
 }
 
 static void first_error(const struct rp_first_err *e)
 {
 	if (!e->set) {
-		printf("  first error: none\n");
+		fputs("  first error: none\n", stdout);
 		return;
 	}
-	printf("  first error:");
-	if (e->conn)
-		printf(" connection %u %s frame %" PRIu64, e->conn,
-		       strcmp(e->dir, "i2r") ? "R>I" : "I>R", e->frame);
-	else
+	fputs("  first error:", stdout);
+	if (e->conn) {
+		num(" connection ", e->conn);
+		printf(" %s frame ", strcmp(e->dir, "i2r") ? "R>I" : "I>R");
+		rp_put_u64(e->frame);
+	} else {
 		printf(" %s", e->dir);
+	}
 	if (e->has_off)
-		printf(" stream offset %" PRIu32, e->stream_off);
-	if (e->has_seq)
-		printf(" (seq %" PRIu32 ")", e->seq);
+		num(" stream offset ", e->stream_off);
+	if (e->has_seq) {
+		num(" (seq ", e->seq);
+		putchar(')');
+	}
 	printf(": %s\n", e->what);
 }
 
@@ -61,23 +89,28 @@ void rp_print_summary(const struct rp_stats *s, bool check, bool fail_on_term)
 {
 	uint64_t errs = rp_stats_errors(s);
 
-	printf("summary:\n");
+	fputs("summary:\n", stdout);
 	if (!s->live)
 		capture_line(s);
 	else
 		printf("  sent %" PRIu64 " FPDUs (%" PRIu64 " octets); from the peer:\n", s->tx_fpdus,
 		       s->tx_bytes);
-	printf("  MPA frames %" PRIu64 ", FPDUs %" PRIu64 " (%" PRIu64 " octets on the wire)\n",
-	       s->mpa_frames, s->fpdus, s->wire_bytes);
+	num("  MPA frames ", s->mpa_frames);
+	num(", FPDUs ", s->fpdus);
+	num(" (", s->wire_bytes);
+	fputs(" octets on the wire)\n", stdout);
 	opcode_lines(s);
-	printf("  TERMINATE messages %" PRIu64 "\n", s->terminates);
-	printf("  CRC errors %" PRIu64 ", marker errors %" PRIu64 ", other protocol errors %" PRIu64
-	       ", invalid MPA frames %" PRIu64 ", incomplete FPDUs %" PRIu64 "\n",
-	       s->crc_errors, s->marker_errors, s->proto_errors, s->mpa_errors, s->lost);
+	num("  TERMINATE messages ", s->terminates);
+	num("\n  CRC errors ", s->crc_errors);
+	num(", marker errors ", s->marker_errors);
+	num(", other protocol errors ", s->proto_errors);
+	num(", invalid MPA frames ", s->mpa_errors);
+	num(", incomplete FPDUs ", s->lost);
+	putchar('\n');
 	first_error(&s->first);
 	if (errs || (fail_on_term && s->terminates))
 		printf("  result: %" PRIu64 " protocol errors%s\n", errs,
 		       check ? " (--check: exit 1)" : "");
 	else
-		printf("  result: no protocol errors\n");
+		fputs("  result: no protocol errors\n", stdout);
 }
