@@ -642,7 +642,10 @@ def param_split(params):
         out.append(cur.strip())
     res = []
     for p in out:
-        m = re.match(r"^(.*?)(\w+)((?:\[[^\]]*\])*)$", p)
+        # A function pointer: "void (*cb)(int x)" -> ("void (*", "cb", ")(int x)").
+        m = re.match(r"^(.*?\(\*)(\w+)(\)\(.*\))$", p) or re.match(
+            r"^(.*?)(\w+)((?:\[[^\]]*\])*)$", p
+        )
         typ, name, arr = m.group(1), m.group(2), m.group(3)
         if not typ.endswith("*") and not typ.endswith(" "):
             typ += " "

@@ -28,5 +28,6 @@ Suite *suite_poll_set(void);
 Suite *suite_alloc(void);
 Suite *suite_accept(void);
 Suite *suite_reasm(void);
+Suite *suite_chan_loop(void);
 
 #endif

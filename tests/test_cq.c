@@ -17,20 +17,7 @@
 #include "engine/context.h"
 #include "engine/cq.h"
 #include "suites.h"
-
-/* No iw_context_new yet: a context with just what CQs use. */
-static void ctx_init(struct iw_context *ctx)
-{
-	memset(ctx, 0, sizeof(*ctx));
-	ck_assert_int_eq(iw_evq_init(&ctx->async), 0);
-	ck_assert_int_eq(pthread_mutex_init(&ctx->lock, NULL), 0);
-}
-
-static void ctx_fini(struct iw_context *ctx)
-{
-	iw_async_cleanup(ctx);
-	pthread_mutex_destroy(&ctx->lock);
-}
+#include "testutil.h"
 
 static void set_nonblock(int fd)
 {
@@ -107,8 +94,8 @@ START_TEST(create_einval)
 	struct iw_context ctx, other;
 	struct iw_comp_channel *ch;
 
-	ctx_init(&ctx);
-	ctx_init(&other);
+	tu_cq_ctx_init(&ctx);
+	tu_cq_ctx_init(&other);
 	errno = 0;
 	ck_assert_ptr_null(iw_create_cq(&ctx, 0, NULL, NULL, 0));
 	ck_assert_int_eq(errno, EINVAL);
@@ -137,8 +124,8 @@ START_TEST(create_einval)
 	ck_assert_int_eq(iw_req_notify_cq(NULL, 0), EINVAL);
 	ck_assert_int_eq(iw_poll_cq(NULL, 1, NULL), -EINVAL);
 	iw_ack_cq_events(NULL, 1);
-	ctx_fini(&other);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&other);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -149,7 +136,7 @@ START_TEST(create_fields)
 	struct iw_cq *cq;
 	int tag;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = iw_create_comp_channel(&ctx);
 	ck_assert_ptr_nonnull(ch);
 	ck_assert_ptr_eq(ch->context, &ctx);
@@ -168,7 +155,7 @@ START_TEST(create_fields)
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
 	ck_assert_int_eq(ch->refcnt, 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -180,7 +167,7 @@ START_TEST(poll_order)
 	struct iw_cq *cq;
 	struct iw_wc wc[16];
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	cq = iw_create_cq(&ctx, 16, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(cq);
 	ck_assert_int_eq(iw_poll_cq(cq, 16, wc), 0);
@@ -203,7 +190,7 @@ START_TEST(poll_order)
 	ck_assert_int_eq(iw_poll_cq(cq, 16, wc), 0);
 	ck_assert_uint_eq(iw_cq_room(cq), cq->cap);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -216,7 +203,7 @@ START_TEST(poll_partial)
 	/* 3 + 3 + 1: a poll returns what is there, up to what was asked. */
 	static const int want[] = {3, 3, 1, 0};
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	cq = iw_create_cq(&ctx, 8, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(cq);
 	for (uint64_t i = 0; i < 7; i++)
@@ -233,7 +220,7 @@ START_TEST(poll_partial)
 	}
 	ck_assert_uint_eq(next, 7);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -247,7 +234,7 @@ START_TEST(ring_wraps)
 	uint64_t pushed = 0, polled = 0;
 	unsigned seed = 12345;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	cq = iw_create_cq(&ctx, 7, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(cq);
 	ck_assert_uint_eq(cq->cap, 7);
@@ -278,7 +265,7 @@ START_TEST(ring_wraps)
 	ck_assert_uint_gt(pushed, 7 * 1000);
 	ck_assert_uint_eq(cq->lost, 0);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -292,7 +279,7 @@ START_TEST(arm_next_fires_once)
 	struct iw_wc wc[4];
 	int tag;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	cq = iw_create_cq(&ctx, 8, &tag, ch, 0);
 	ck_assert_ptr_nonnull(cq);
@@ -317,7 +304,7 @@ START_TEST(arm_next_fires_once)
 	ck_assert_uint_eq(cq->events_acked, 2);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -329,7 +316,7 @@ START_TEST(arm_ignores_existing)
 	struct iw_comp_channel *ch;
 	struct iw_cq *cq;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	cq = iw_create_cq(&ctx, 8, NULL, ch, 0);
 	ck_assert_ptr_nonnull(cq);
@@ -342,7 +329,7 @@ START_TEST(arm_ignores_existing)
 	iw_ack_cq_events(cq, 1);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -353,7 +340,7 @@ START_TEST(arm_solicited)
 	struct iw_cq *cq;
 	struct iw_wc err = wc_of(9, IW_WC_REM_ACCESS_ERR);
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	cq = iw_create_cq(&ctx, 16, NULL, ch, 0);
 	ck_assert_ptr_nonnull(cq);
@@ -380,7 +367,7 @@ START_TEST(arm_solicited)
 	iw_ack_cq_events(cq, 4);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -394,7 +381,7 @@ START_TEST(channel_shared)
 	void *got_ctx;
 	int ta, tb;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	a = iw_create_cq(&ctx, 4, &ta, ch, 0);
 	b = iw_create_cq(&ctx, 4, &tb, ch, 0);
@@ -418,7 +405,7 @@ START_TEST(channel_shared)
 	ck_assert_int_eq(iw_destroy_cq(a), 0);
 	ck_assert_int_eq(iw_destroy_cq(b), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -430,7 +417,7 @@ START_TEST(destroy_busy_until_acked)
 	struct iw_comp_channel *ch;
 	struct iw_cq *cq;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	cq = iw_create_cq(&ctx, 4, NULL, ch, 0);
 	ck_assert_ptr_nonnull(cq);
@@ -450,7 +437,7 @@ START_TEST(destroy_busy_until_acked)
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
 	ck_assert_int_eq(ch->refcnt, 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -459,7 +446,7 @@ START_TEST(destroy_busy_while_used)
 	struct iw_context ctx;
 	struct iw_cq *cq;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	cq = iw_create_cq(&ctx, 4, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(cq);
 	atomic_fetch_add(&cq->use, 2);
@@ -469,7 +456,7 @@ START_TEST(destroy_busy_while_used)
 	push_ok(cq, 1, false); /* still fully alive */
 	atomic_fetch_sub(&cq->use, 1);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -483,7 +470,7 @@ START_TEST(destroy_kills_queued_event)
 	struct iw_comp_channel *ch;
 	struct iw_cq *cq, *other;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	cq = iw_create_cq(&ctx, 4, NULL, ch, 0);
 	other = iw_create_cq(&ctx, 4, NULL, ch, 0);
@@ -505,7 +492,7 @@ START_TEST(destroy_kills_queued_event)
 		ck_assert_int_eq(iw_destroy_cq(other), 0);
 	}
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -515,7 +502,7 @@ START_TEST(destroy_channel_busy)
 	struct iw_comp_channel *ch;
 	struct iw_cq *a, *b, *plain;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = iw_create_comp_channel(&ctx);
 	ck_assert_ptr_nonnull(ch);
 	a = iw_create_cq(&ctx, 2, NULL, ch, 0);
@@ -532,7 +519,7 @@ START_TEST(destroy_channel_busy)
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), EBUSY);
 	ck_assert_int_eq(iw_destroy_cq(b), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -569,7 +556,7 @@ START_TEST(overflow_once_per_episode)
 	struct iw_wc wc[8];
 	struct iw_wc extra = wc_of(99, IW_WC_SUCCESS);
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	cq = iw_create_cq(&ctx, 4, NULL, ch, 0);
 	ck_assert_ptr_nonnull(cq);
@@ -604,7 +591,7 @@ START_TEST(overflow_once_per_episode)
 	iw_ack_cq_events(cq, 1);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -615,7 +602,7 @@ START_TEST(destroy_forgets_async)
 	struct iw_cq *cq, *keep;
 	struct iw_wc wc = wc_of(1, IW_WC_SUCCESS);
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	cq = iw_create_cq(&ctx, 1, NULL, NULL, 0);
 	keep = iw_create_cq(&ctx, 1, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(cq);
@@ -628,7 +615,7 @@ START_TEST(destroy_forgets_async)
 	expect_cq_err(&ctx, keep);
 	expect_no_async(&ctx);
 	ck_assert_int_eq(iw_destroy_cq(keep), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -641,7 +628,7 @@ START_TEST(async_fifo_and_eagain)
 	};
 	int fd;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	fd = iw_context_async_fd(&ctx);
 	ck_assert_int_eq(fd, ctx.async.fd);
 	/* Never blocks, though nobody made the fd nonblocking. */
@@ -675,7 +662,7 @@ START_TEST(async_fifo_and_eagain)
 	/* Events left queued are freed by the context's cleanup. */
 	iw_async_raise(&ctx, &ev);
 	iw_async_raise(&ctx, &ev);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -685,7 +672,7 @@ START_TEST(async_forget_by_element)
 	struct iw_async_event ev;
 	int a, b;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	for (int i = 0; i < 4; i++) {
 		struct iw_async_event in = {
 			.event_type = IW_EVENT_QP_FATAL,
@@ -702,7 +689,7 @@ START_TEST(async_forget_by_element)
 		ck_assert_ptr_eq((void *)ev.element.qp, &b);
 	}
 	expect_no_async(&ctx);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -787,7 +774,7 @@ START_TEST(threads_every_wr_once)
 	int polled;
 
 	ck_assert_ptr_nonnull(m);
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	m->cq = iw_create_cq(&ctx, _i ? MT_TOTAL : 64, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(m->cq);
 	for (int i = 0; i < MT_CONSUMERS; i++)
@@ -811,7 +798,7 @@ START_TEST(threads_every_wr_once)
 		ck_assert_uint_eq(m->cq->lost, 0);
 	ck_assert_uint_eq(iw_cq_room(m->cq), m->cq->cap);
 	ck_assert_int_eq(iw_destroy_cq(m->cq), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 	free(m);
 }
 END_TEST
@@ -882,7 +869,7 @@ START_TEST(thread_waits_on_channel)
 	struct notify nt = {0};
 	pthread_t th;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	nt.ch = iw_create_comp_channel(&ctx);
 	ck_assert_ptr_nonnull(nt.ch);
 	nt.cq = iw_create_cq(&ctx, NOTIFY_TOTAL, &nt.tag, nt.ch, 0);
@@ -912,7 +899,7 @@ START_TEST(thread_waits_on_channel)
 	}
 	ck_assert_int_eq(iw_destroy_cq(nt.cq), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(nt.ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -941,7 +928,7 @@ START_TEST(resize_keeps_completions)
 	struct iw_wc wc[4];
 	struct iw_wc extra = wc_of(99, IW_WC_SUCCESS);
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	ch = nb_channel(&ctx);
 	cq = iw_create_cq(&ctx, 4, NULL, ch, 0);
 	ck_assert_ptr_nonnull(cq);
@@ -983,7 +970,7 @@ START_TEST(resize_keeps_completions)
 	iw_ack_cq_events(cq, 1);
 	ck_assert_int_eq(iw_destroy_cq(cq), 0);
 	ck_assert_int_eq(iw_destroy_comp_channel(ch), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 
@@ -1037,7 +1024,7 @@ START_TEST(resize_while_busy)
 	pthread_t p, c;
 	unsigned ok = 0;
 
-	ctx_init(&ctx);
+	tu_cq_ctx_init(&ctx);
 	m.cq = iw_create_cq(&ctx, 64, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(m.cq);
 	ck_assert_int_eq(pthread_create(&c, NULL, rs_consume, &m), 0);
@@ -1053,7 +1040,7 @@ START_TEST(resize_while_busy)
 	ck_assert_uint_eq(m.next, RS_TOTAL);
 	ck_assert_uint_gt(ok, 0);
 	ck_assert_int_eq(iw_destroy_cq(m.cq), 0);
-	ctx_fini(&ctx);
+	tu_cq_ctx_fini(&ctx);
 }
 END_TEST
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/context.h"
 #include "iwv.h"
 #include "testutil.h"
 
@@ -44,4 +45,17 @@ int tu_open_fds(void)
 		n++;
 	closedir(d);
 	return n;
+}
+
+void tu_cq_ctx_init(struct iw_context *ctx)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ck_assert_int_eq(iw_evq_init(&ctx->async), 0);
+	ck_assert_int_eq(pthread_mutex_init(&ctx->lock, NULL), 0);
+}
+
+void tu_cq_ctx_fini(struct iw_context *ctx)
+{
+	iw_async_cleanup(ctx);
+	pthread_mutex_destroy(&ctx->lock);
 }

@@ -742,6 +742,42 @@ struct iw_comp_channel *iw_create_comp_channel(struct iw_context *ctx);
  *   EBUSY   CQs still use the channel.
  */
 int iw_destroy_comp_channel(struct iw_comp_channel *channel);
+/*
+ * Deliver the channel's events on an event loop the application runs:
+ * after this call, cb(channel, arg) runs on base's loop whenever events are
+ * queued, and takes them with iw_get_cq_event. Call it on the thread that runs
+ * base (or, before base first runs, on the thread that will run it); that
+ * thread is recorded. An event raised on that thread (a completion placed
+ * by the library's callback on base, or a post completing inline there)
+ * costs no system call: it is counted in memory and an internal event is
+ * made active on base, so cb runs in the same loop iteration, after the
+ * running callback returns. An event raised on any other thread still
+ * goes through the channel's fd, which an internal event on base watches;
+ * cb runs for those too. libevent bases without evthread locking may only
+ * be touched by their own thread, which is why the fd stays for them.
+ *
+ * cb may take one event or all of them: while events remain queued after
+ * it returns it is called again (so it must take at least one each time,
+ * as with any level-triggered fd). With a loop set, iw_get_cq_event never
+ * blocks, whatever the fd's flags: it returns EAGAIN when nothing is
+ * queued. Nobody may be waiting in iw_get_cq_event on the channel when the
+ * loop is set. The fd is readable only for events raised off the loop's
+ * thread: do not watch it yourself.
+ *
+ * base NULL goes back to the fd alone: events counted in memory are moved
+ * to the fd, so a reader of the fd sees them; call it on base's thread
+ * (cb may call it, and may destroy the channel). iw_destroy_comp_channel
+ * frees the internal events: call it on base's thread or once base no
+ * longer runs. Arming (iw_req_notify_cq) and acknowledging are unchanged.
+ *
+ * Returns: 0, or a positive errno.
+ * Errors:
+ *   EINVAL  channel is NULL, or base is set and cb is NULL.
+ *   EBUSY   A loop is already set on the channel (set NULL first).
+ *   ENOMEM  Out of memory (libevent could not make the internal events).
+ */
+int iw_comp_channel_set_loop(struct iw_comp_channel *channel, struct event_base *base,
+			     void (*cb)(struct iw_comp_channel *channel, void *arg), void *arg);
 
 /*
  * Create a completion queue of exactly cqe entries on ctx. cq_context is
@@ -806,7 +842,8 @@ int iw_req_notify_cq(struct iw_cq *cq, int solicited_only);
 /*
  * Get the next completion event from the channel: *cq is the CQ that fired
  * and *cq_context (if cq_context is not NULL) its cq_context. Waits in
- * read(2) while none is queued, unless the channel's fd is nonblocking.
+ * read(2) while none is queued, unless the channel's fd is nonblocking or
+ * a loop delivers its events (iw_comp_channel_set_loop).
  * Several firings of one CQ before its event is read make one event. Every
  * event taken must be acknowledged (iw_ack_cq_events) before the CQ can be
  * destroyed; re-arm (iw_req_notify_cq) to get the next one. Any thread.
@@ -814,7 +851,8 @@ int iw_req_notify_cq(struct iw_cq *cq, int solicited_only);
  * Returns: 0, or a positive errno.
  * Errors:
  *   EINVAL  channel or cq is NULL.
- *   EAGAIN  The fd is nonblocking and no event is queued.
+ *   EAGAIN  The fd is nonblocking, or a loop is set, and no event is
+ *           queued.
  *   EINTR   A signal interrupted the wait (other read(2) errors of the fd
  *           are returned as they are).
  */

@@ -3,16 +3,20 @@
  * The event queue behind the completion channel, the asynchronous events and
  * the CM event channel (see evq.h).
  *
- * The fd's count and the list move together: a push links the node and then
- * adds one to the count, both under q->lock; a pop first takes one from the
- * count (read(), which is where a blocking reader sleeps, outside the lock)
- * and only then unlinks a node under the lock. So at every moment
+ * The count and the list move together: a push links the node and then
+ * adds one to the count; a pop first takes one from the count (read(),
+ * which is where a blocking reader sleeps, outside the lock) and only then
+ * unlinks a node under the lock. The count is the fd's plus, with a
+ * notifier (evq.h), the one in memory (q->mem, under q->lock), which a pop
+ * takes from first. So at every moment
  *
- *	count <= len, and len - count = pops that have read but not unlinked,
+ *	count <= len, and len - count = pops that have read but not unlinked
+ *	                                + pushes whose count is still owed,
  *
- * which means a pop that got its count always finds a node to unlink, and the
- * fd is readable exactly when there is a node nobody has claimed yet. Dead
- * nodes keep their count: the pop that meets one drops it and reads again.
+ * which means a pop that got its count always finds a node to unlink, and
+ * once no count is owed the fd is readable or mem non-zero exactly when
+ * there is a node nobody has claimed yet. Dead nodes keep their count: the
+ * pop that meets one drops it and reads again.
  *
  * This file never takes another lock under q->lock (callbacks that run under
  * it must not lock either), and release callbacks run after it is dropped, so
@@ -25,9 +29,10 @@
  * the write the node is queued but not yet counted, a blocking reader
  * sleeps on a moment longer, and a reader that got a count always finds a
  * node. No wake-up is lost: every push owes exactly one count, and the
- * owing thread writes it when its outermost scope ends, which every engine
- * lock's release reaches before the call returns. The fd written is one
- * whose queue outlives that scope: a CQ's channel outlives the CQ, which
+ * owing thread writes it (or, as the notifier's owner, adds it to memory
+ * and notifies) when its outermost scope ends, which every engine lock's
+ * release reaches before the call returns. The queue signalled is one
+ * that outlives that scope: a CQ's channel outlives the CQ, which
  * outlives the QP whose lock the scope wraps; the context outlives both.
  * iw_evq_trypop cannot count on count == len any more, so it checks that
  * the fd is readable before reading (it alone reads that fd, under q->lock).
@@ -87,6 +92,8 @@ int iw_evq_init(struct iw_evq *q)
 	q->head = NULL;
 	q->tail = &q->head;
 	q->len = 0;
+	q->mem = 0;
+	atomic_init(&q->has_notifier, false);
 	return 0;
 }
 
@@ -107,7 +114,7 @@ void (*iw_evq_signal_hook)(int fd);
 
 /* An eventfd write fails only for a bad fd or a count at 2^64 - 2, neither of
  * which an initialised queue holding fewer nodes than memory can reach. */
-static void count_add(int fd, uint64_t n)
+static void fd_add(int fd, uint64_t n)
 {
 	if (iw_evq_signal_hook)
 		iw_evq_signal_hook(fd);
@@ -122,32 +129,96 @@ static void count_add(int fd, uint64_t n)
 	(void)w;
 }
 
+/* The notifier's owner counts in memory, then notifies with q->lock
+ * dropped (notify may take the loop's own locks, if it has any). The
+ * unlocked look at has_notifier is only a shortcut: the owner itself set
+ * it, and any other thread re-checks under the lock and writes the fd.
+ * true: counted here. */
+static bool mem_add(struct iw_evq *q, uint64_t n)
+{
+	struct iw_evq_notifier nt;
+	bool mine;
+
+	if (!atomic_load_explicit(&q->has_notifier, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&q->lock);
+	mine = q->has_notifier && pthread_equal(q->nt.owner, pthread_self());
+	if (mine) {
+		q->mem += n;
+		nt = q->nt;
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (mine)
+		nt.notify(nt.arg);
+	return mine;
+}
+
+static void count_add(struct iw_evq *q, uint64_t n)
+{
+	if (!mem_add(q, n))
+		fd_add(q->fd, n);
+}
+
+void iw_evq_set_notifier(struct iw_evq *q, void (*notify)(void *), void *arg)
+{
+	pthread_mutex_lock(&q->lock);
+	q->nt.notify = notify;
+	q->nt.arg = arg;
+	q->nt.owner = pthread_self();
+	atomic_store(&q->has_notifier, true);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void iw_evq_clear_notifier(struct iw_evq *q)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&q->lock);
+	n = q->mem;
+	q->mem = 0;
+	atomic_store(&q->has_notifier, false);
+	pthread_mutex_unlock(&q->lock);
+	/* Between the two, the nodes are queued and not counted: allowed. */
+	if (n)
+		fd_add(q->fd, n);
+}
+
+uint64_t iw_evq_mem_count(struct iw_evq *q)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&q->lock);
+	n = q->mem;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
 _Thread_local struct iw_evq_defer iw_evq_defer_tls;
 #define defer iw_evq_defer_tls
 
 /* The outermost scope ended with counts owed (iw_evq_defer_end). n is
- * re-read: a hook (tests) may not push, but be safe anyway. */
+ * re-read: neither a hook (tests) nor a notifier may push, but be safe. */
 void iw_evq_defer_flush(void)
 {
 	for (unsigned i = 0; i < defer.n; i++)
-		count_add(defer.owed[i].fd, defer.owed[i].count);
+		count_add(defer.owed[i].q, defer.owed[i].count);
 	defer.n = 0;
 }
 
-/* Owe one count on fd if a scope is open. false: write it now. */
-static bool defer_count(int fd)
+/* Owe one count on q if a scope is open. false: signal it now. */
+static bool defer_count(struct iw_evq *q)
 {
 	if (!defer.depth)
 		return false;
 	for (unsigned i = 0; i < defer.n; i++) {
-		if (defer.owed[i].fd == fd) {
+		if (defer.owed[i].q == q) {
 			defer.owed[i].count++;
 			return true;
 		}
 	}
-	if (defer.n == IW_EVQ_DEFER_FDS)
+	if (defer.n == IW_EVQ_DEFER_QS)
 		return false;
-	defer.owed[defer.n].fd = fd;
+	defer.owed[defer.n].q = q;
 	defer.owed[defer.n++].count = 1;
 	return true;
 }
@@ -205,8 +276,6 @@ static struct iw_evq_node *unlink_head(struct iw_evq *q)
 
 bool iw_evq_push(struct iw_evq *q, struct iw_evq_node *n)
 {
-	int fd = q->fd;
-
 	pthread_mutex_lock(&q->lock);
 	if (n->queued) {
 		pthread_mutex_unlock(&q->lock);
@@ -214,8 +283,8 @@ bool iw_evq_push(struct iw_evq *q, struct iw_evq_node *n)
 	}
 	link_tail(q, n);
 	pthread_mutex_unlock(&q->lock);
-	if (!defer_count(fd))
-		count_add(fd, 1);
+	if (!defer_count(q))
+		count_add(q, 1);
 	return true;
 }
 
@@ -241,9 +310,61 @@ static struct iw_evq_node *take_head(struct iw_evq *q, struct iw_evq_node **dead
 	return unlink_head(q);
 }
 
+/* Take one count for a pop that holds q->lock without blocking: from
+ * memory first, else from the fd if it is readable. */
+static int count_down_locked(struct iw_evq *q)
+{
+	if (q->mem) {
+		q->mem--;
+		return 0;
+	}
+	/* Every pop of this queue holds the lock, so nobody else takes a
+	 * count: readable now means the read below cannot block. A node
+	 * whose count is still owed waits for it (EAGAIN now; the signal
+	 * that follows wakes the application). An empty queue needs no
+	 * look at the fd, which saves a notifier's owner a poll(2) per
+	 * "anything else?". */
+	if (q->len == 0 || !fd_readable(q->fd))
+		return -EAGAIN;
+	return count_down(q->fd);
+}
+
+static int trypop_take(struct iw_evq *q, struct iw_evq_node **out,
+		       void (*release)(struct iw_evq_node *), void (*take)(struct iw_evq_node *))
+{
+	for (;;) {
+		struct iw_evq_node *n, *dead;
+		int rc;
+
+		pthread_mutex_lock(&q->lock);
+		rc = count_down_locked(q);
+		if (rc) {
+			pthread_mutex_unlock(&q->lock);
+			return rc;
+		}
+		n = take_head(q, &dead, take);
+		pthread_mutex_unlock(&q->lock);
+		if (n) {
+			*out = n;
+			return 0;
+		}
+		if (dead && release)
+			release(dead);
+	}
+}
+
+int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *))
+{
+	return trypop_take(q, out, release, NULL);
+}
+
 int iw_evq_pop_take(struct iw_evq *q, struct iw_evq_node **out,
 		    void (*release)(struct iw_evq_node *), void (*take)(struct iw_evq_node *))
 {
+	/* With a notifier the pop never blocks: its owner pops from a
+	 * callback of the loop it runs. */
+	if (atomic_load(&q->has_notifier))
+		return trypop_take(q, out, release, take);
 	for (;;) {
 		struct iw_evq_node *n, *dead;
 		int rc = count_down(q->fd);
@@ -265,37 +386,6 @@ int iw_evq_pop_take(struct iw_evq *q, struct iw_evq_node **out,
 int iw_evq_pop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *))
 {
 	return iw_evq_pop_take(q, out, release, NULL);
-}
-
-int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(struct iw_evq_node *))
-{
-	for (;;) {
-		struct iw_evq_node *n, *dead;
-		int rc;
-
-		pthread_mutex_lock(&q->lock);
-		/* Every pop of this queue holds the lock, so nobody else takes
-		 * a count: readable now means the read below cannot block. A
-		 * node whose count is still owed waits for it (EAGAIN now;
-		 * the write that follows wakes the application). */
-		if (q->len == 0 || !fd_readable(q->fd)) {
-			pthread_mutex_unlock(&q->lock);
-			return -EAGAIN;
-		}
-		rc = count_down(q->fd);
-		if (rc) {
-			pthread_mutex_unlock(&q->lock);
-			return rc;
-		}
-		n = take_head(q, &dead, NULL);
-		pthread_mutex_unlock(&q->lock);
-		if (n) {
-			*out = n;
-			return 0;
-		}
-		if (dead && release)
-			release(dead);
-	}
 }
 
 bool iw_evq_kill_locked(struct iw_evq *q, struct iw_evq_node *n)

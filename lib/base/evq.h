@@ -11,6 +11,7 @@
 #define IW_EVQ_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,11 +21,30 @@ struct iw_evq_node {
 	bool dead;   /* dropped while queued: pop skips and releases it */
 };
 
+/*
+ * An optional notifier (iw_evq_set_notifier): a count owed by the owner
+ * thread goes to mem instead of the fd, and notify(arg) runs on that thread
+ * once the count is there, so an event loop run by the owner learns of it
+ * without a system call. Every other thread still writes the fd. The upper
+ * layer (lib/io) supplies notify; this file knows nothing of event loops.
+ */
+struct iw_evq_notifier {
+	void (*notify)(void *arg);
+	void *arg;
+	pthread_t owner;
+};
+
 struct iw_evq {
 	pthread_mutex_t lock;
 	int fd; /* eventfd(EFD_SEMAPHORE | EFD_CLOEXEC): one count per node pushed */
 	struct iw_evq_node *head, **tail;
 	unsigned len; /* live and dead nodes queued */
+	/* Counts held in memory (only with a notifier), under lock. */
+	uint64_t mem;
+	/* Set only under lock; read without it first, so that a queue with
+	 * no notifier (the common case) takes no extra lock per count. */
+	_Atomic bool has_notifier;
+	struct iw_evq_notifier nt; /* under lock, valid while has_notifier */
 };
 
 /* 0 or -errno (EMFILE, ENFILE, ENOMEM from eventfd). */
@@ -69,17 +89,17 @@ int iw_evq_trypop(struct iw_evq *q, struct iw_evq_node **out, void (*release)(st
  * thread, happens after those locks are released instead of under them.
  * Outside any scope a push writes the count itself, after q->lock.
  */
-/* The counts this thread owes, by fd, until its outermost scope ends. A
+/* The counts this thread owes, by queue, until its outermost scope ends. A
  * thread rarely owes more than a CQ channel and the async queue at once;
- * past IW_EVQ_DEFER_FDS distinct fds a push writes at once (still after
+ * past IW_EVQ_DEFER_QS distinct queues a push signals at once (still after
  * q->lock). */
-#define IW_EVQ_DEFER_FDS 8
+#define IW_EVQ_DEFER_QS 8
 struct iw_evq_defer {
 	unsigned depth, n;
 	struct {
-		int fd;
+		struct iw_evq *q;
 		uint64_t count;
-	} owed[IW_EVQ_DEFER_FDS];
+	} owed[IW_EVQ_DEFER_QS];
 };
 /* Every engine lock round trip opens a scope, several per message posted
  * or received: initial-exec TLS makes each one an %fs-relative increment
@@ -87,7 +107,7 @@ struct iw_evq_defer {
  * glibc keeps static TLS room for a small block even then). */
 extern _Thread_local struct iw_evq_defer iw_evq_defer_tls
 	__attribute__((tls_model("initial-exec")));
-/* Write the counts owed (the outermost scope ended). */
+/* Signal the counts owed (the outermost scope ended). */
 void iw_evq_defer_flush(void);
 static inline void iw_evq_defer_begin(void)
 {
@@ -99,8 +119,22 @@ static inline void iw_evq_defer_end(void)
 		iw_evq_defer_flush();
 }
 /* Tests only: called just before each count is written to an fd, on the
- * writing thread (NULL: nothing). */
+ * writing thread (NULL: nothing). Counts that go to a notifier's memory
+ * are not written, so they do not call it. */
 extern void (*iw_evq_signal_hook)(int fd);
+
+/* Make the calling thread q's notifier owner (replacing any notifier): from
+ * now on its counts go to memory and notify(arg) runs on it after each.
+ * Pops of q never block from then on (iw_evq_pop_take reads the fd only
+ * when it is readable): nobody may be sleeping in a pop of q when this is
+ * called. */
+void iw_evq_set_notifier(struct iw_evq *q, void (*notify)(void *), void *arg);
+/* Remove the notifier and move the counts in memory to the fd, so that a
+ * reader waiting on it sees them. Call on the owner thread (or once no
+ * thread can push on q any more). */
+void iw_evq_clear_notifier(struct iw_evq *q);
+/* Counts in memory now (a notifier's owner asks whether to notify again). */
+uint64_t iw_evq_mem_count(struct iw_evq *q);
 
 /* iw_evq_kill for a caller that holds q->lock. */
 bool iw_evq_kill_locked(struct iw_evq *q, struct iw_evq_node *n);

@@ -85,6 +85,8 @@ IW_EXPORT int iw_destroy_comp_channel(struct iw_comp_channel *channel)
 	if (refcnt > 0)
 		return EBUSY;
 	atomic_fetch_sub(&ch->pub.context->num_objs, 1);
+	if (ch->loop)
+		ch->loop_free(ch->loop);
 	/* With no CQ left, anything still queued is dead. */
 	iw_evq_drain(&ch->q, cq_release);
 	iw_evq_cleanup(&ch->q);

@@ -71,6 +71,10 @@ struct iw_cq {
 struct iw_comp_channel_int {
 	struct iw_comp_channel pub;
 	struct iw_evq q;
+	/* The event loop that delivers its events (iw_comp_channel_set_loop):
+	 * lib/io's, opaque here; loop_free frees it on destroy. */
+	void *loop;
+	void (*loop_free)(void *loop);
 };
 
 /* Add a completion; solicited marks a message that carried SE. Returns 0, or
