@@ -64,7 +64,7 @@
 #define MAX_ORD 16
 #define CQ_BATCH 32
 #define SLOT_SLACK 32 /* receives posted beyond two per queue entry */
-#define LOOP_EVS 5 /* mailbox, completions; loop 0: CM, async events, tick */
+#define LOOP_EVS 4 /* mailbox; loop 0: CM, async events, tick */
 
 /* At queue depth, capsules with in-capsule data arrive back to back: one
  * read into the bounce buffer for a run of them, and a copy of each, cost
@@ -514,18 +514,18 @@ static void watch_sends(struct tr_loop *lp)
 	}
 }
 
-/* One event per call: each read of the channel is a system call, and
- * reading on to EAGAIN cost one more per wake-up. libevent calls again
- * while the channel stays readable. The receive CQ is armed again before
- * it is polled, so no command goes unseen. */
-static void on_cq_event(evutil_socket_t fd, short what, void *arg)
+/* The channel's callback on this loop (iw_comp_channel_set_loop): the
+ * commands this loop's connections received raised their events here,
+ * so they cost no system call. One event per call, as the library calls
+ * again while events remain (one from another thread would cost a read
+ * of the channel's fd). The receive CQ is armed again before it is
+ * polled, so no command goes unseen. */
+static void on_cq_event(struct iw_comp_channel *cc, void *arg)
 {
 	struct tr_loop *lp = arg;
 	struct iw_cq *cq;
 	void *ctx;
-	(void)fd;
-	(void)what;
-	if (iw_get_cq_event(lp->cc, &cq, &ctx) == 0) {
+	if (iw_get_cq_event(cc, &cq, &ctx) == 0) {
 		iw_ack_cq_events(cq, 1);
 		if (cq == lp->scq)
 			lp->scq_armed = false;
@@ -948,25 +948,24 @@ static void nonblock(int fd)
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-/* The loop's events: its mailbox, its completion channel; loop 0 also
- * reads the CM channel and the asynchronous events and runs the tick. */
+/* The loop's events: its mailbox; loop 0 also reads the CM channel and
+ * the asynchronous events and runs the tick. The completion channel is
+ * handed to the loop by its own thread (loop_main). */
 static int setup_loop_events(struct tr_loop *lp)
 {
 	struct tr *tr = lp->tr;
 	struct timeval tick = {0, 100000};
-	int n = lp->idx == 0 ? LOOP_EVS : 2;
-	nonblock(lp->cc->fd);
+	int n = lp->idx == 0 ? LOOP_EVS : 1;
 	lp->evs[0] = event_new(lp->base, lp->mfd, EV_READ | EV_PERSIST, on_mail, lp);
-	lp->evs[1] = event_new(lp->base, lp->cc->fd, EV_READ | EV_PERSIST, on_cq_event, lp);
 	if (lp->idx == 0) {
 		nonblock(tr->cm->fd);
-		lp->evs[2] = event_new(lp->base, tr->cm->fd, EV_READ | EV_PERSIST, on_cm_event, lp);
-		lp->evs[3] = event_new(lp->base, iw_context_async_fd(tr->ctx), EV_READ | EV_PERSIST,
+		lp->evs[1] = event_new(lp->base, tr->cm->fd, EV_READ | EV_PERSIST, on_cm_event, lp);
+		lp->evs[2] = event_new(lp->base, iw_context_async_fd(tr->ctx), EV_READ | EV_PERSIST,
 				       on_async, lp);
-		lp->evs[4] = event_new(lp->base, -1, EV_PERSIST, on_tick, lp);
+		lp->evs[3] = event_new(lp->base, -1, EV_PERSIST, on_tick, lp);
 	}
 	for (int i = 0; i < n; i++)
-		if (!lp->evs[i] || event_add(lp->evs[i], i == 4 ? &tick : NULL))
+		if (!lp->evs[i] || event_add(lp->evs[i], i == 3 ? &tick : NULL))
 			return -1;
 	return 0;
 }
@@ -1050,6 +1049,13 @@ static void *loop_main(void *arg)
 	char name[16];
 	snprintf(name, sizeof(name), "nvmet-loop-%u", lp->idx);
 	pthread_setname_np(pthread_self(), name); /* for ps -L, top -H, make nvmf-bench */
+	/* On this thread, which runs the base: the completions it raises
+	 * reach on_cq_event without the channel's eventfd. Fails only for
+	 * memory, at start. */
+	if (iw_comp_channel_set_loop(lp->cc, lp->base, on_cq_event, lp)) {
+		fprintf(stderr, "iwarp-nvmet: loop %u: completion channel: out of memory\n", lp->idx);
+		exit(1);
+	}
 	event_base_dispatch(lp->base);
 	loop_close(lp);
 	tgt_ns_buffers_free();
