@@ -8,7 +8,7 @@
 
 /* Trailer of one FPDU plus the largest header of the next: after a large
  * segment, read just past the next header so its payload can go direct. */
-#define RX_LOOKAHEAD (7 + 2 + IW_FPDU_HDR_MAX)
+#define RX_LOOKAHEAD IW_CONN_RX_LOOKAHEAD
 /* Small segments after a large one before reads between segments take
  * the whole bounce buffer again. */
 #define RX_BIG_AFTER 4
@@ -413,11 +413,15 @@ static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t 
 	return d;
 }
 
+/* The batch itself; the read it belongs to was planned before (rx_planned
+ * tells whether it took all the plan offered: rx_plan.c settles that for
+ * a read fed in pieces). */
 static void rx_batch(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len,
 		     struct iw_qp_status *st)
 {
 	atomic_store_explicit(&c->rx_any, true, memory_order_relaxed);
-	c->rx_backlog = c->rx_planned && placed + len >= c->rx_planned;
+	if (c->rx_planned != SIZE_MAX)
+		c->rx_backlog = c->rx_planned && placed + len >= c->rx_planned;
 	c->rx_planned = 0;
 	struct iw_qp_rx_batch b = {.placed = placed, .in = in, .len = len};
 	c->ops->rx_batch(c->qp, &b, st);
@@ -425,6 +429,8 @@ static void rx_batch(struct iw_conn *c, size_t placed, const uint8_t *in, size_t
 	c->rx_next.direct = st->direct;
 	c->rx_next.dst = st->direct_dst;
 	c->rx_next.seg_len = st->seg_len;
+	c->rx_next.num_spec = st->num_spec;
+	memcpy(c->rx_next.spec, st->spec, st->num_spec * sizeof(st->spec[0]));
 }
 
 static unsigned rx_data(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len)
@@ -436,19 +442,39 @@ static unsigned rx_data(struct iw_conn *c, size_t placed, const uint8_t *in, siz
 	return after_status(c, &st, 0);
 }
 
+static unsigned poll_events(struct iw_conn *c, const struct iw_qp_status *st);
+
+unsigned iw_conn_rx_step(struct iw_conn *c, bool poller, size_t placed, const uint8_t *in,
+			 size_t len, struct iw_qp_status *st)
+{
+	st->num_spec = 0;
+	st->direct = 0;
+	st->direct_dst = NULL;
+	if (!placed && !len)
+		return 0;
+	rx_batch(c, placed, in, len, st);
+	return poller ? poll_events(c, st) : after_status(c, st, 0);
+}
+
 unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len)
 {
 	if (!placed && !len)
 		return 0;
 	struct iw_qp_status st;
 	rx_batch(c, placed, in, len, &st);
-	unsigned ev = st.events & IW_QPE_TX ? IW_CONN_EV_SEND : 0;
-	unsigned owner = st.events & ~(unsigned)IW_QPE_TX;
+	return poll_events(c, &st);
+}
+
+/* A poller's events: the owner's are kept for its next iw_conn_step. */
+static unsigned poll_events(struct iw_conn *c, const struct iw_qp_status *st)
+{
+	unsigned ev = st->events & IW_QPE_TX ? IW_CONN_EV_SEND : 0;
+	unsigned owner = st->events & ~(unsigned)IW_QPE_TX;
 	if (owner)
 		atomic_fetch_or(&c->deferred, owner);
 	/* An ERR the QP was already in was reported when it happened; the
 	 * owner looks again anyway, as the loop would after any read. */
-	return ev | (owner || st.err ? IW_CONN_EV_LOOP : 0);
+	return ev | (owner || st->err ? IW_CONN_EV_LOOP : 0);
 }
 
 /* A Reply we cannot live with (no RTR we offered, insufficient IRD): RFC

@@ -151,6 +151,9 @@ struct iw_conn {
 		size_t direct;
 		uint8_t *dst;
 		uint32_t seg_len;
+		/* The engine's read-ahead guesses after dst (rx_plan.c). */
+		unsigned num_spec;
+		struct iw_qp_rx_spec spec[IW_QP_RX_SPEC_MAX];
 	} rx_next;
 	/* Reads left, in small segments after one placed in place, that
 	 * stop at the next header (RX_BIG_AFTER from each large segment;
@@ -235,6 +238,42 @@ static inline bool iw_conn_rx_starved(const struct iw_conn *c)
  * system call per message. */
 size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min);
 unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len);
+
+/* One read in iovecs (rx_plan.c), for the loop and for a poller alike:
+ * iw_conn_rx_plan_iov fills it, the glue readv()s the iovecs (at most
+ * IW_CONN_RX_IOV_MAX), and iw_conn_rx_feed takes the n octets read.
+ * While a large segment is placed in place and the engine predicts the
+ * segments after it (iw_qp_status.spec), one read takes several FPDUs:
+ *   [payload -> dst][gap -> bounce][next payload -> its guessed place]...
+ *   [trailer and next header -> bounce]
+ * and the feed hands the engine one piece at a time, checking each guess
+ * against where the engine then says the payload goes. From the first
+ * wrong guess on, every octet read is copied to the front of the bounce
+ * buffer and fed as stream octets, as if it had been read there. */
+#define IW_CONN_RX_IOV_MAX (2 + 2 * IW_QP_RX_SPEC_MAX)
+struct iw_conn_rxp {
+	struct iovec iov[IW_CONN_RX_IOV_MAX];
+	int iovcnt;       /* 0: read nothing now (starved) */
+	size_t total;     /* octets the iovecs offer */
+	/* For the feed. */
+	size_t direct;    /* iov[0] is a direct offer of this many octets (0: none) */
+	unsigned num_spec;
+	uint8_t *gather;  /* where the octets after a wrong guess are copied */
+	bool poller;
+};
+/* bounce/cap: the reader's bounce buffer. poller: the iw_conn_poll_*
+ * flavour (direct_min as for iw_conn_poll_plan); else iw_conn_rx_plan's. */
+void iw_conn_rx_plan_iov(struct iw_conn *c, struct iw_conn_rxp *p, uint8_t *bounce, size_t cap,
+			 bool poller, uint32_t direct_min);
+/* n octets were read (n > 0, at most p->total). The events, as
+ * iw_conn_recv_placed or iw_conn_poll_recv return them. */
+unsigned iw_conn_rx_feed(struct iw_conn *c, const struct iw_conn_rxp *p, size_t n);
+/* Internal to conn/: one receive batch, the events as the loop
+ * (poller false) or a poller would see them; *st the engine's status. */
+unsigned iw_conn_rx_step(struct iw_conn *c, bool poller, size_t placed, const uint8_t *in,
+			 size_t len, struct iw_qp_status *st);
+/* Internal to conn/: the trailer of one FPDU and the largest next header. */
+#define IW_CONN_RX_LOOKAHEAD (7 + 2 + IW_FPDU_HDR_MAX)
 
 /* Transmit: the MPA frame, the FPDUs, a TERMINATE. Fills iov (cap > 0),
  * returns the count (0: nothing) or a negative errno from the engine. */

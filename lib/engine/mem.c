@@ -543,7 +543,7 @@ static bool has_rights(int access, int rights)
  * On success *out holds a reference and *ptr is the host address of to. */
 static enum fail check(struct iw_mem_table *t, const struct iw_mem_req *req, bool remote,
 		       uint32_t stag, uint64_t to, uint64_t len, int rights, bool place,
-		       struct iw_mr_int **out, uint8_t **ptr)
+		       struct iw_mr_int **out, uint8_t **ptr, uint64_t *room)
 {
 	struct iw_mr_int *mr;
 	struct snap sn;
@@ -568,6 +568,8 @@ static enum fail check(struct iw_mem_table *t, const struct iw_mem_req *req, boo
 	*out = mr;
 	if (ptr)
 		*ptr = sn.host + (to - sn.iova);
+	if (room)
+		*room = sn.len - (to - sn.iova);
 	return OK;
 }
 
@@ -585,13 +587,21 @@ uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *re
 			     uint64_t to, uint64_t len, enum iw_mem_op op, enum iw_mem_layer layer,
 			     struct iw_mr_int **out_mr, uint8_t **out_ptr)
 {
+	return iw_mem_check_remote_room(t, req, stag, to, len, op, layer, out_mr, out_ptr, NULL);
+}
+
+uint16_t iw_mem_check_remote_room(struct iw_mem_table *t, const struct iw_mem_req *req,
+				  uint32_t stag, uint64_t to, uint64_t len, enum iw_mem_op op,
+				  enum iw_mem_layer layer, struct iw_mr_int **out_mr,
+				  uint8_t **out_ptr, uint64_t *out_room)
+{
 	enum fail f;
 
 	*out_mr = NULL;
 	bool place = op == IW_MEM_REMOTE_WRITE || op == IW_MEM_REMOTE_ATOMIC ||
 		     op == IW_MEM_READ_SINK;
 
-	f = check(t, req, true, stag, to, len, op_rights(op), place, out_mr, out_ptr);
+	f = check(t, req, true, stag, to, len, op_rights(op), place, out_mr, out_ptr, out_room);
 	if (f == OK)
 		return 0;
 	if (f == F_STAG || f == F_PD)
@@ -615,7 +625,7 @@ int iw_mem_check_local(struct iw_mem_table *t, const struct iw_pd *pd, const str
 	struct iw_mem_req req = {.pd = pd};
 
 	f = check(t, &req, false, sge->lkey, sge->addr, sge->length, op_rights(op), false, out_mr,
-		  out_ptr);
+		  out_ptr, NULL);
 	return f == OK ? 0 : local_errno[f];
 }
 
@@ -633,7 +643,7 @@ int iw_mem_check_sink(struct iw_mem_table *t, const struct iw_mem_req *req,
 	/* Checked as the Read Response's placement will be: a window is
 	 * accepted, and a type 2 one only on the QP it is bound to. */
 	f = check(t, req, true, sge->lkey, sge->addr, sge->length,
-		  op_rights(IW_MEM_READ_SINK), false, out_mr, out_ptr);
+		  op_rights(IW_MEM_READ_SINK), false, out_mr, out_ptr, NULL);
 	return f == OK ? 0 : local_errno[f];
 }
 

@@ -156,6 +156,14 @@ enum iw_mem_layer { IW_MEM_BY_DDP, IW_MEM_BY_RDMAP };
 uint16_t iw_mem_check_remote(struct iw_mem_table *t, const struct iw_mem_req *req, uint32_t stag,
 			     uint64_t to, uint64_t len, enum iw_mem_op op, enum iw_mem_layer layer,
 			     struct iw_mr_int **out_mr, uint8_t **out_ptr);
+/* iw_mem_check_remote, and on success *out_room (if not NULL) is the number
+ * of octets of the region from *out_ptr to its end: all of them are the
+ * peer's to write through stag while the reference is held (what a
+ * receiver may read ahead into, qp_rx_spec.c). */
+uint16_t iw_mem_check_remote_room(struct iw_mem_table *t, const struct iw_mem_req *req,
+				  uint32_t stag, uint64_t to, uint64_t len, enum iw_mem_op op,
+				  enum iw_mem_layer layer, struct iw_mr_int **out_mr,
+				  uint8_t **out_ptr, uint64_t *out_room);
 
 /* Check a local SGE (lkey, addr, length) for op under pd; on success take a
  * reference and return the host pointer. 0 or -EINVAL (unknown/invalid

@@ -263,7 +263,10 @@ struct iw_qp {
 	/* inbound message in progress */
 	struct {
 		uint8_t *dst;         /* where the current segment's payload goes */
-		uint64_t dst_len;     /* octets allowed there */
+		/* Read Response: octets from dst to the end of both the sink
+		 * and the region (0 otherwise): the bound of a read ahead
+		 * into the segments that follow (qp_rx_spec.c). */
+		uint64_t dst_room;
 		struct iw_mr_int *mr; /* reference for a tagged placement */
 		struct iw_rwqe *rwqe; /* untagged Send being received (&wqe) */
 		/* The receive WQE being filled, moved out of the RQ or SRQ ring
@@ -408,6 +411,10 @@ void iw_qp_flush_rq_locked(struct iw_qp *qp);
 /* The glue is back in the engine: a direct destination is no longer in
  * use, and a receive flush that waited for it runs. */
 void iw_qp_rx_direct_settle_locked(struct iw_qp *qp);
+/* The read-ahead pieces after a direct offer of `direct` octets at dst
+ * (qp_rx_spec.c): fills up to IW_QP_RX_SPEC_MAX of sp, returns how many. */
+unsigned iw_qp_rx_spec_locked(struct iw_qp *qp, size_t direct, const uint8_t *dst,
+			      struct iw_qp_rx_spec *sp);
 int iw_qp_tx_build_locked(struct iw_qp *qp);
 /* Queue a TERMINATE FPDU with header h (qp_tx.c; room is reserved). */
 int iw_qp_tx_term_locked(struct iw_qp *qp, const uint8_t *h, size_t len);

@@ -45,6 +45,17 @@ struct iw_qp_conn {
 	uint64_t hold_bytes;
 };
 
+/* Payload the connection may read ahead (qp_rx_spec.c): gap octets of
+ * trailer and next header, then len octets of the next segment's
+ * predicted payload straight to dst. The pieces follow one another in the
+ * stream; each is a guess the engine checks when its header comes. */
+#define IW_QP_RX_SPEC_MAX 6
+struct iw_qp_rx_spec {
+	uint32_t gap;
+	uint32_t len;
+	uint8_t *dst;
+};
+
 /* What the engine says after a locked step (rx_batch, poll). */
 struct iw_qp_status {
 	unsigned events;  /* IW_QPE_* taken by this step */
@@ -57,6 +68,10 @@ struct iw_qp_status {
 	size_t direct;
 	uint8_t *direct_dst;
 	uint32_t seg_len;
+	/* rx_batch only: the predicted pieces after the direct offer, which
+	 * then ends its segment (0: none). */
+	unsigned num_spec;
+	struct iw_qp_rx_spec spec[IW_QP_RX_SPEC_MAX];
 };
 
 /* One receive batch: `placed` octets were received at the destination the

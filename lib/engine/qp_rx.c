@@ -128,9 +128,13 @@ static uint16_t read_resp_sink(struct iw_qp *qp, const struct iw_ddp_seg *s,
 	if (s->ddp.to < w->sge[0].addr ||
 	    s->ddp.to - w->sge[0].addr + s->payload_len > w->sge[0].length)
 		return IW_TERM_DDP_T_BASE_BOUNDS;
-	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
-				   s->payload_len, IW_MEM_READ_SINK, IW_MEM_BY_DDP, &qp->in.mr,
-				   &qp->in.dst);
+	uint64_t room = 0;
+	uint16_t t = iw_mem_check_remote_room(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
+					      s->payload_len, IW_MEM_READ_SINK, IW_MEM_BY_DDP,
+					      &qp->in.mr, &qp->in.dst, &room);
+	uint64_t sink_left = w->sge[0].length - (s->ddp.to - w->sge[0].addr);
+	qp->in.dst_room = t ? 0 : room < sink_left ? room : sink_left;
+	return t;
 }
 
 static uint16_t hdr_read_resp(struct iw_qp *qp, const struct iw_ddp_seg *s)
@@ -298,6 +302,7 @@ static uint16_t on_hdr(struct iw_qp *qp, const struct iw_ddp_seg *s)
 	qp->in.skip = false;
 	qp->in.held = false;
 	qp->in.dst = NULL;
+	qp->in.dst_room = 0;
 	qp->in.last = iw_ddp_last(&s->ddp);
 	if (op == IW_OP_TERMINATE) {
 		qp->in.op = op;
@@ -743,6 +748,7 @@ int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_q
 		rx_locked(qp, b->in, b->len);
 	st->direct = direct_locked(qp, &st->direct_dst);
 	st->seg_len = qp->frx.seg.payload_len;
+	st->num_spec = iw_qp_rx_spec_locked(qp, st->direct, st->direct_dst, st->spec);
 	iw_qp_status_locked(qp, st);
 	iw_qp_unlock(qp);
 	return rc;

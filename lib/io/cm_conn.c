@@ -66,6 +66,7 @@
  * copy of a few KiB cost less than a second read per message, which a
  * ping-pong waits for (the loop keeps iw_conn_opts.direct_min). */
 #define IW_POLL_DIRECT_MIN (IW_POLL_BOUNCE / 2)
+_Static_assert(IW_CONN_RX_IOV_MAX <= 1024, "a read plan fits IOV_MAX");
 #define IW_POLL_PAUSE_MAX_MS 16
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
@@ -644,24 +645,19 @@ static unsigned rx_end(struct iw_cm_id_int *id, const struct rx_buf *b, int err)
  * read, 0 at EOF, -1 EAGAIN, -2 error. */
 static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_n)
 {
-	size_t cap = b->cap;
-	uint8_t *bounce = b->p;
-	uint8_t *dst = NULL;
-	size_t d = b->poller ? iw_conn_poll_plan(&id->conn, &dst, &cap, IW_POLL_DIRECT_MIN)
-			     : iw_conn_rx_plan(&id->conn, &dst, &cap);
+	struct iw_conn_rxp p;
+	iw_conn_rx_plan_iov(&id->conn, &p, b->p, b->cap, b->poller, IW_POLL_DIRECT_MIN);
 	ssize_t n;
-	if (!d && !cap) {
+	if (!p.iovcnt) {
 		/* The receive hold is full: the octets wait in the socket
 		 * (and TCP's window fills) until a receive is posted. */
 		*out_n = -1;
 		return 0;
 	}
-	if (d) {
-		struct iovec iov[2] = {{dst, d}, {bounce, cap}};
-		n = readv(id->fd, iov, 2);
-	} else {
-		n = recv(id->fd, bounce, cap, MSG_DONTWAIT);
-	}
+	if (p.iovcnt > 1 || p.direct)
+		n = readv(id->fd, p.iov, p.iovcnt);
+	else
+		n = recv(id->fd, p.iov[0].iov_base, p.iov[0].iov_len, MSG_DONTWAIT);
 	*out_n = n;
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -676,19 +672,12 @@ static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_
 	/* rxlock serialises the readers. A post after this answers it. */
 	atomic_store_explicit(&id->rx_seq, atomic_load_explicit(&id->rx_seq, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
-	b->drained = (size_t)n < d + cap;
-	size_t take = (size_t)n < d ? (size_t)n : d;
-	if (id->trace) {
-		/* In stream order: the directly placed part, then the rest.
-		 * Taken before the engine sees them (a completed receive's
-		 * buffer is the application's again). */
-		struct iovec got[2] = {{dst, take}, {bounce, (size_t)n - take}};
-		iw_trace_data(id->trace, IW_TRACE_RX, got, 2, (size_t)n);
-	}
-	if (b->poller)
-		return iw_conn_poll_recv(&id->conn, take, bounce, (size_t)n - take);
-	size_t used;
-	return iw_conn_recv_placed(&id->conn, take, bounce, (size_t)n - take, &used);
+	b->drained = (size_t)n < p.total;
+	/* In stream order, as read. Taken before the engine sees them (a
+	 * completed receive's buffer is the application's again). */
+	if (id->trace)
+		iw_trace_data(id->trace, IW_TRACE_RX, p.iov, p.iovcnt, (size_t)n);
+	return iw_conn_rx_feed(&id->conn, &p, (size_t)n);
 }
 
 uint32_t iw_cm_pause_next(uint32_t ms)
