@@ -37,6 +37,7 @@
 #include "engine/mem.h"
 #include "engine/qp.h"
 #include "fuzz.h"
+#include "conn_read.h"
 #include "mempump.h"
 
 #define BUF 8192
@@ -97,8 +98,15 @@ FUZZ_HARNESS static int end_rx_placed(void *e, size_t n)
 	return 0;
 }
 
+/* The glue's planned reads (read-ahead guesses included), as lib/io does. */
+FUZZ_HARNESS static long end_rx_read(void *e, const uint8_t *p, size_t len)
+{
+	static uint8_t bounce[IW_RX_BOUNCE_LEN_DEFAULT];
+	return conn_read(e, bounce, sizeof(bounce), p, len, &pending, NULL);
+}
+
 static const struct mp_ops conn_end = {end_tx_iov, end_tx_sent, end_rx, end_rx_direct,
-				       end_rx_placed};
+				       end_rx_placed, end_rx_read};
 
 /* Act on events as the glue does: write (when the connection says there
  * is output, IW_CONN_EV_SEND, as lib/io/cm_conn.c does; an empty

@@ -93,12 +93,40 @@ static int feed_direct(struct mp *m, const struct mp_ops *o, void *end, const ui
 	return 1;
 }
 
+/* A planned read of the end's (o->rx_read) that stops where TCP might:
+ * after all that is there, or (every other time) after a random count. */
+static int feed_read(struct mp *m, const struct mp_ops *o, void *end, const uint8_t *p,
+		     size_t left, size_t *used)
+{
+	/* Whole, cut anywhere, or (as a reader that keeps up finds a
+	 * header before its payload) a few octets. */
+	uint32_t r = mp_rand(m) & 3;
+	size_t lim = r == 0 ? left : r == 1 ? 1 + mp_rand(m) % left : 1 + mp_rand(m) % 24;
+	if (m->read_lim)
+		lim = m->read_lim;
+	if (lim > left)
+		lim = left;
+	long n = o->rx_read(end, p, lim);
+	if (n < 0 || (size_t)n > lim)
+		return -1;
+	*used = (size_t)n;
+	return n > 0;
+}
+
 int mp_feed(struct mp *m, const struct mp_ops *o, void *end, const uint8_t *p, size_t len)
 {
 	size_t pos = 0;
 	while (pos < len) {
 		size_t n = 0;
-		if (m->mode == MP_DIRECT) {
+		if (m->mode == MP_DIRECT && o->rx_read) {
+			int rc = feed_read(m, o, end, p + pos, len - pos, &n);
+			if (rc < 0)
+				return -1;
+			if (rc) {
+				pos += n;
+				continue;
+			}
+		} else if (m->mode == MP_DIRECT) {
 			int rc = feed_direct(m, o, end, p + pos, len - pos, &n);
 			if (rc < 0)
 				return -1;

@@ -27,6 +27,12 @@ struct mp_ops {
 	 * octets may go, then how many went there (0 or -1). */
 	size_t (*rx_direct)(void *end, uint8_t **dst);
 	int (*rx_placed)(void *end, size_t n);
+	/* A whole planned read, as the glue's readv (may be NULL; MP_DIRECT
+	 * then uses it instead of the pair above): the end plans its iovecs,
+	 * fills them in order from p with at most len octets, and takes what
+	 * it read. Returns the octets read (0: the plan offered nothing) or
+	 * -1. */
+	long (*rx_read)(void *end, const uint8_t *p, size_t len);
 };
 
 struct mp {
@@ -35,6 +41,7 @@ struct mp {
 	uint32_t *rng;    /* xorshift state (NULL: the pump's own) */
 	uint32_t own_rng;
 	uint64_t direct;  /* octets placed directly */
+	size_t read_lim;  /* rx_read: octets per read at most (0: random cuts) */
 	uint8_t *stage;   /* the octets of the last mp_take */
 	size_t stage_cap;
 };

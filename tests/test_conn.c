@@ -28,6 +28,7 @@
 #include "engine/context.h"
 #include "engine/cq.h"
 #include "engine/qp.h"
+#include "conn_read.h"
 #include "mempump.h"
 #include "suites.h"
 #include "testutil.h"
@@ -37,6 +38,11 @@
 	 IW_CONN_EV_CONNECT_ERROR | IW_CONN_EV_UNREACHABLE | IW_CONN_EV_DISCONNECTED | \
 	 IW_CONN_EV_DROPPED)
 #define BUF 65536
+/* Each side's registered memory: a 1 MiB source, a 1 MiB sink with room
+ * around it. */
+#define MEM (3u << 20)
+/* The bounce buffer of a planned read (conn_read.c), as the loop's. */
+#define BOUNCE IW_RX_BOUNCE_LEN_DEFAULT
 
 struct bytes {
 	uint8_t *p;
@@ -68,6 +74,8 @@ struct side {
 	bool fin_done;     /* FIN (or reset) delivered to the peer */
 	bool closed, abortive;
 	bool hold;         /* does not read */
+	uint8_t *bounce;   /* planned reads (MP_DIRECT) */
+	struct conn_read_stats rs;
 };
 
 struct pair {
@@ -115,8 +123,14 @@ static int end_rx_placed(void *e, size_t n)
 	return 0;
 }
 
+static long end_rx_read(void *e, const uint8_t *p, size_t len)
+{
+	struct side *s = side_of(e);
+	return conn_read(&s->c, s->bounce, BOUNCE, p, len, &s->pending, &s->rs);
+}
+
 static const struct mp_ops conn_end = {end_tx_iov, end_tx_sent, end_rx, end_rx_direct,
-				       end_rx_placed};
+				       end_rx_placed, end_rx_read};
 
 /* ---------------------------------------------------------------- world */
 
@@ -132,8 +146,10 @@ static void side_new(struct pair *p, struct side *s)
 	ck_assert_ptr_nonnull(s->qp);
 	struct iw_qp_attr qa = {.qp_state = IW_QPS_INIT};
 	ck_assert_int_eq(iw_modify_qp(s->qp, &qa, IW_QP_STATE), 0);
-	s->buf = calloc(1, BUF);
-	s->mr = iw_reg_mr(p->pd, s->buf, BUF,
+	s->buf = calloc(1, MEM);
+	s->bounce = malloc(BOUNCE);
+	ck_assert_ptr_nonnull(s->bounce);
+	s->mr = iw_reg_mr(p->pd, s->buf, MEM,
 			  IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_READ);
 	ck_assert_ptr_nonnull(s->mr);
 	iw_conn_init(&s->c, NULL);
@@ -164,6 +180,7 @@ static void side_free(struct side *s)
 	ck_assert_int_eq(iw_dereg_mr(s->mr), 0);
 	ck_assert_int_eq(iw_destroy_cq(s->cq), 0);
 	free(s->buf);
+	free(s->bounce);
 	free(s->wire.p);
 	free(s->log.p);
 }
@@ -414,7 +431,7 @@ START_TEST(test_exchange)
 	ck_assert_mem_eq(b->buf, a->buf, 6000);
 	ck_assert_mem_eq(b->buf + 16384, a->buf + 8192, 40000);
 	if (_i == MP_DIRECT)
-		ck_assert_uint_gt(p.mp.direct, 0);
+		ck_assert_uint_gt(b->rs.in_place, 0);
 	/* Graceful close from A: both hear DISCONNECTED, both FINs go out
 	 * after everything else, no timer is left. */
 	ck_assert_int_eq(iw_conn_disconnect(&a->c), 0);
@@ -544,6 +561,166 @@ START_TEST(test_plan_small_after_large)
 }
 END_TEST
 
+/* ------------------------------------------------ several FPDUs per read */
+
+/* b's memory around the sink: guard octets the peer may not touch. */
+#define SINK_AREA (1u << 20)
+#define SINK_OFF (SINK_AREA + 4096)
+#define GUARD 0xA5
+#define RECV_EXTRA 8192
+
+static void spec_pair(struct pair *p, bool crc, bool markers)
+{
+	pair_new(p, MP_DIRECT);
+	for (int i = 0; i < 2; i++) {
+		p->s[i].c.opts.crc = crc;
+		p->s[i].c.opts.markers = p->s[i].c.opts.accept_markers = markers;
+	}
+	establish(p);
+	ck_assert(p->s[1].c.res.crc == crc);
+}
+
+static void expect_recv(struct side *s, uint64_t id, uint32_t len)
+{
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(s->cq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, id);
+	ck_assert_int_eq(wc.status, IW_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, len);
+}
+
+static void guard_intact(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	while (i < n && p[i] == GUARD)
+		i++;
+	ck_assert_msg(i == n, "guard octet %zu overwritten", i);
+}
+
+/* a's [0, size) to b's sink: by b's RDMA Read, or a's Send into a
+ * receive RECV_EXTRA larger than it (octets past byte_len in the receive
+ * are its to overwrite). Nothing outside the sink or the receive moves. */
+static void spec_move(struct pair *p, bool read, uint32_t size, unsigned seed)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	uint32_t span = size + (read ? 0 : RECV_EXTRA);
+	memset(b->buf + SINK_AREA, GUARD, 4096 + size + RECV_EXTRA + 4096);
+	fill(a->buf, size, seed);
+	if (read) {
+		post(b, 20, IW_WR_RDMA_READ, SINK_OFF, size, (uintptr_t)a->buf, a->mr->rkey);
+	} else {
+		post_recv(b, 21, SINK_OFF, span);
+		post(a, 22, IW_WR_SEND, 0, size, 0, 0);
+	}
+	settle(p);
+	if (read) {
+		expect_wc(b, 20, IW_WC_SUCCESS);
+	} else {
+		expect_wc(a, 22, IW_WC_SUCCESS);
+		expect_recv(b, 21, size);
+	}
+	ck_assert_mem_eq(b->buf + SINK_OFF, a->buf, size);
+	guard_intact(b->buf + SINK_AREA, 4096);
+	guard_intact(b->buf + SINK_OFF + span, 4096 + RECV_EXTRA - (span - size));
+}
+
+static const struct {
+	bool read;
+	uint32_t size;
+} spec_cases[] = {
+	{true, 65536}, {true, 131072}, {true, 1u << 20},
+	{false, 65536}, {false, 131072}, {false, 1u << 20},
+};
+
+/* Read Responses and Sends of 64 KiB to 1 MiB (16 KiB segments), CRC on
+ * and off, reads cut at random: what arrives is right, the guards hold,
+ * and reads took several FPDUs each. */
+START_TEST(test_spec_xfer)
+{
+	bool crc = _i & 1;
+	bool read = spec_cases[_i / 2].read;
+	uint32_t size = spec_cases[_i / 2].size;
+	struct pair p;
+	spec_pair(&p, crc, false);
+	struct side *b = &p.s[1];
+	for (unsigned round = 0; round < 3; round++) {
+		b->rs = (struct conn_read_stats){0};
+		spec_move(&p, read, size, round);
+		ck_assert_uint_gt(b->rs.spec_reads, 0);
+	}
+	/* Whole reads: a 1 MiB message in at most a tenth of its FPDUs. */
+	p.mp.read_lim = SIZE_MAX;
+	b->rs = (struct conn_read_stats){0};
+	spec_move(&p, read, size, 7);
+	uint64_t fpdus = size / 16000 + 1;
+	ck_assert_uint_le(b->rs.reads, fpdus / 4 + 3);
+	pair_free(&p);
+}
+END_TEST
+
+/* One connection, a 64 KiB Read each time, every read cut after the
+ * same count of octets, that count swept in steps of 101 from 1 to past
+ * the largest read-ahead plan (7 segments and their gaps): the cut lands
+ * in every piece, in gaps and next to their ends. */
+START_TEST(test_spec_cuts)
+{
+	struct pair p;
+	spec_pair(&p, _i == 0, false);
+	struct side *b = &p.s[1];
+	uint64_t spec = 0;
+	for (size_t lim = 1; lim < 7 * 16500; lim += 101) {
+		p.mp.read_lim = lim;
+		spec_move(&p, true, 65536, (unsigned)lim);
+		spec += b->rs.spec_reads;
+	}
+	ck_assert_uint_gt(spec, 400);
+	pair_free(&p);
+}
+END_TEST
+
+/* A CRC error in an FPDU read ahead: the TERMINATE is LLP's CRC error,
+ * as when that FPDU is read on its own, and the Read fails. */
+START_TEST(test_spec_crc_error)
+{
+	struct pair p;
+	spec_pair(&p, true, false);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	size_t b_mpa = b->c.hs.tx_len;
+	post(b, 20, IW_WR_RDMA_READ, SINK_OFF, 131072, (uintptr_t)a->buf, a->mr->rkey);
+	/* The request to a, a's response kept back. */
+	act(&p, b);
+	deliver(&p, b, a);
+	act(&p, a);
+	ck_assert_uint_gt(a->wire.len, 131072);
+	a->wire.p[a->wire.len - 40000] ^= 0x10; /* inside the 6th or 7th FPDU */
+	settle(&p);
+	struct decoded d = decode(b, b_mpa, true);
+	ck_assert_int_eq(d.terms, 1);
+	ck_assert_uint_eq(d.term, IW_TERM_LLP_CRC);
+	ck_assert_uint_gt(b->rs.spec_reads, 0);
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(b->cq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 20);
+	ck_assert_int_ne(wc.status, IW_WC_SUCCESS);
+	pair_free(&p);
+}
+END_TEST
+
+/* Markers cut payloads every 512 octets: no read-ahead, the data still
+ * arrives. */
+START_TEST(test_spec_markers)
+{
+	struct pair p;
+	spec_pair(&p, true, true);
+	struct side *b = &p.s[1];
+	ck_assert(b->c.res.markers_rx);
+	spec_move(&p, true, 131072, 3);
+	spec_move(&p, false, 131072, 4);
+	ck_assert_uint_eq(b->rs.spec_reads, 0);
+	pair_free(&p);
+}
+END_TEST
+
 /* With markers, a large payload is read into the bounce buffer in large
  * reads (the decoder copies the spans between markers out), not in place
  * a marker interval per read: 2,400 system calls per MiB before. */
@@ -668,7 +845,7 @@ START_TEST(test_plan_from_batch)
 	rx_direct_calls = 0;
 	settle(&p);
 	ck_assert_uint_eq(rx_direct_calls, 0);
-	ck_assert_uint_gt(p.mp.direct, 0);
+	ck_assert_uint_gt(b->rs.in_place, 0);
 	expect_wc(a, 10, IW_WC_SUCCESS);
 	expect_wc(a, 11, IW_WC_SUCCESS);
 	expect_wc(b, 1, IW_WC_SUCCESS);
@@ -1261,6 +1438,9 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_plan_short_tail);
 	tcase_add_test(tc, test_plan_small_after_large);
 	tcase_add_test(tc, test_plan_markers);
+	tcase_add_loop_test(tc, test_spec_xfer, 0, 2 * (int)(sizeof(spec_cases) / sizeof(spec_cases[0])));
+	tcase_add_test(tc, test_spec_crc_error);
+	tcase_add_test(tc, test_spec_markers);
 	tcase_add_test(tc, test_tx_sent_iov);
 	tcase_add_test(tc, test_tx_small_copied);
 	tcase_add_test(tc, test_plan_from_batch);
@@ -1280,6 +1460,10 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_conn_sockopts_api);
 	suite_add_tcase(s, tc);
 	/* Real sockets and a loop thread (the listener's counters). */
+	tc = tcase_create("spec_cuts");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_spec_cuts, 0, 2);
+	suite_add_tcase(s, tc);
 	tc = tcase_create("listener");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_listener_cap);

@@ -479,7 +479,8 @@ static int qp_rx_placed(void *e, size_t n)
 	return 0;
 }
 
-static const struct mp_ops qp_end = {qp_tx_iov, qp_tx_sent, qp_rx, qp_rx_direct, qp_rx_placed};
+static const struct mp_ops qp_end = {qp_tx_iov, qp_tx_sent, qp_rx, qp_rx_direct, qp_rx_placed,
+				     NULL};
 
 /* Take what qp has to send into w->mp.stage (in partial mode a random
  * prefix from a random number of iovecs) and report it written. */

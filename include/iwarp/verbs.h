@@ -114,8 +114,10 @@ struct iw_alloc_ops {
 	void *user;
 };
 
-/* Default of iw_context_attr.rx_bounce_len. */
-#define IW_RX_BOUNCE_LEN_DEFAULT (64 * 1024)
+/* Default of iw_context_attr.rx_bounce_len: room for the read-ahead of
+ * six 32 KiB segments of one large message (lib/conn/rx_plan.c), which
+ * needs as much bounce buffer as it reads ahead. */
+#define IW_RX_BOUNCE_LEN_DEFAULT (256 * 1024)
 
 struct iw_context_attr {
 	uint32_t comp_mask;
