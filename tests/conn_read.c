@@ -31,6 +31,12 @@ long conn_read(struct iw_conn *c, uint8_t *bounce, size_t cap, const uint8_t *p,
 	if (st) {
 		st->reads++;
 		st->spec_reads += pl.num_spec != 0;
+		for (unsigned j = 0; j < pl.num_spec; j++) {
+			const uint8_t *e = (const uint8_t *)pl.iov[2 * j + 2].iov_base +
+					   pl.iov[2 * j + 2].iov_len;
+			if (e > st->guess_end)
+				st->guess_end = e;
+		}
 	}
 	*ev |= iw_conn_rx_feed(c, &pl, n);
 	return (long)n;

@@ -15,6 +15,7 @@ struct conn_read_stats {
 	uint64_t reads;      /* planned reads that took octets */
 	uint64_t spec_reads; /* of them, reads with read-ahead guesses */
 	uint64_t in_place;   /* octets read outside the bounce buffer */
+	const uint8_t *guess_end; /* the highest end of a guessed payload */
 };
 
 /* Returns the octets read (0: the plan offered none); events into *ev. */

@@ -706,6 +706,37 @@ START_TEST(test_spec_crc_error)
 }
 END_TEST
 
+/* A hostile responder sends more than the Read's sink holds (the sink is
+ * shrunk after the request went out): the guesses stop at the sink's end,
+ * so nothing lands past it although the whole response is read ahead;
+ * the segment that crosses it is refused (DDP base and bounds). */
+START_TEST(test_spec_sink_bound)
+{
+	struct pair p;
+	spec_pair(&p, true, false);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	size_t b_mpa = b->c.hs.tx_len;
+	uint32_t sink = 100000;
+	memset(b->buf + SINK_AREA, GUARD, 4096 + 131072 + 4096);
+	fill(a->buf, 131072, 9);
+	post(b, 20, IW_WR_RDMA_READ, SINK_OFF, 131072, (uintptr_t)a->buf, a->mr->rkey);
+	act(&p, b); /* the request is on the wire, asking for 128 KiB */
+	ck_assert_uint_gt(b->wire.len, 0);
+	iw_qp_lock(b->qp);
+	b->qp->sq[iw_qp_slot(b->qp->sq_tail - 1, b->qp->sq_size)].sge[0].length = sink;
+	iw_qp_unlock(b->qp);
+	settle(&p);
+	struct decoded d = decode(b, b_mpa, true);
+	ck_assert_int_eq(d.terms, 1);
+	ck_assert_uint_eq(d.term, IW_TERM_DDP_T_BASE_BOUNDS);
+	ck_assert_uint_gt(b->rs.spec_reads, 0);
+	ck_assert_ptr_eq(b->rs.guess_end, b->buf + SINK_OFF + sink); /* read ahead to the end */
+	guard_intact(b->buf + SINK_AREA, 4096);
+	guard_intact(b->buf + SINK_OFF + sink, 131072 - sink + 4096);
+	pair_free(&p);
+}
+END_TEST
+
 /* Markers cut payloads every 512 octets: no read-ahead, the data still
  * arrives. */
 START_TEST(test_spec_markers)
@@ -1440,6 +1471,7 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_plan_markers);
 	tcase_add_loop_test(tc, test_spec_xfer, 0, 2 * (int)(sizeof(spec_cases) / sizeof(spec_cases[0])));
 	tcase_add_test(tc, test_spec_crc_error);
+	tcase_add_test(tc, test_spec_sink_bound);
 	tcase_add_test(tc, test_spec_markers);
 	tcase_add_test(tc, test_tx_sent_iov);
 	tcase_add_test(tc, test_tx_small_copied);
