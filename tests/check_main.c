@@ -10,7 +10,7 @@
 static Suite *(*const all_suites[])(void) = {
 	suite_cursor, suite_crc32c, suite_wire_err, suite_mpa_frame, suite_mpa_tx,
 	suite_mpa_rx, suite_ddp, suite_rdmap, suite_pcap_writer, suite_vectors,
-	suite_evq,     suite_mem,    suite_cq,       suite_mpa_hs, suite_qp, suite_conn,
+	suite_evq,     suite_mem,    suite_cq,       suite_mpa_hs, suite_qp, suite_conn, suite_conn_spec,
 	suite_loopback, suite_trace, suite_srq, suite_device, suite_poll_set, suite_alloc, suite_accept, suite_reasm,
 	suite_chan_loop,
 };

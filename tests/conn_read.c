@@ -38,6 +38,8 @@ long conn_read(struct iw_conn *c, uint8_t *bounce, size_t cap, const uint8_t *p,
 				st->guess_end = e;
 		}
 	}
+	if (st && st->mid_read)
+		st->mid_read(st->mid_arg);
 	*ev |= iw_conn_rx_feed(c, &pl, n);
 	return (long)n;
 }

@@ -16,6 +16,10 @@ struct conn_read_stats {
 	uint64_t spec_reads; /* of them, reads with read-ahead guesses */
 	uint64_t in_place;   /* octets read outside the bounce buffer */
 	const uint8_t *guess_end; /* the highest end of a guessed payload */
+	/* Called after the iovecs were filled and before the engine is fed
+	 * (NULL: none): what another thread may do while readv runs. */
+	void (*mid_read)(void *arg);
+	void *mid_arg;
 };
 
 /* Returns the octets read (0: the plan offered none); events into *ev. */

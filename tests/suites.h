@@ -21,6 +21,7 @@ Suite *suite_mpa_hs(void);
 Suite *suite_loopback(void);
 Suite *suite_qp(void);
 Suite *suite_conn(void);
+Suite *suite_conn_spec(void);
 Suite *suite_trace(void);
 Suite *suite_srq(void);
 Suite *suite_device(void);

@@ -164,6 +164,9 @@ struct iw_conn {
 	 * more, and small segments are read many per call (RX_BULK_SEG). */
 	size_t rx_planned;
 	bool rx_backlog;
+	/* Read-ahead guesses found wrong (rx_plan.c): each one costs a copy
+	 * of what was read after it. For tests and diagnostics. */
+	uint64_t rx_spec_missed;
 	bool close_abortive;
 	struct iw_conn_why why;
 };

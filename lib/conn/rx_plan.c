@@ -120,6 +120,7 @@ static unsigned gather_feed(struct iw_conn *c, const struct iw_conn_rxp *p, int 
 		skip = 0;
 	}
 	struct iw_qp_status st;
+	c->rx_spec_missed++;
 	return iw_conn_rx_step(c, p->poller, ok, p->gather, len, &st);
 }
 
@@ -131,6 +132,16 @@ static size_t guess_ok(const struct iw_qp_status *st, const struct iovec *g, siz
 	if (st->err || st->direct_dst != g->iov_base)
 		return 0;
 	return min_sz(st->direct, got);
+}
+
+/* Does guess g's segment end with it? If the peer cut it longer than the
+ * guess, the octets read after g are its payload, not the trailer and
+ * next header: fed as stream octets, the engine would copy them to where
+ * the next guesses were read before those are checked (and gathered),
+ * garbling them. They go the gather way instead. */
+static bool seg_ends(const struct iw_qp_status *st, const struct iovec *g)
+{
+	return st->direct <= g->iov_len;
 }
 
 static unsigned feed_spec(struct iw_conn *c, const struct iw_conn_rxp *p, size_t n)
@@ -153,7 +164,7 @@ static unsigned feed_spec(struct iw_conn *c, const struct iw_conn_rxp *p, size_t
 		const struct iovec *guess = &p->iov[i + 1];
 		size_t got = min_sz(left, guess->iov_len);
 		placed = guess_ok(&st, guess, got);
-		if (placed < got)
+		if (placed < got || (left > got && !seg_ends(&st, guess)))
 			return ev | gather_feed(c, p, i + 1, placed, left);
 		left -= got;
 		if (!left)

@@ -35,11 +35,13 @@
 #define MPA_LEN_FIELD 2
 
 /* Octets between the end of a payload of ulpdu_len's FPDU and the first
- * payload octet of the next segment with the same header length. */
+ * payload octet of the next segment with the same header length. The CRC
+ * field is on the wire whether or not CRC was negotiated (RFC 5044: zero
+ * then, as mpa_tx.c sends it); counting it only with CRC on made every
+ * guess 4 octets short without CRC, so none was ever taken. */
 static uint32_t gap_after(const struct iw_qp *qp, uint32_t ulpdu_len)
 {
-	return iw_mpa_pad(ulpdu_len) + (qp->frx.crc ? IW_MPA_CRC_LEN : 0) + MPA_LEN_FIELD +
-	       qp->frx.seg.raw_hdr_len;
+	return iw_mpa_pad(ulpdu_len) + IW_MPA_CRC_LEN + MPA_LEN_FIELD + qp->frx.seg.raw_hdr_len;
 }
 
 /* May the segment being received be followed by predicted ones? Its

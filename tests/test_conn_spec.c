@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Read-ahead receive (lib/engine/qp_rx_spec.c, lib/conn/rx_plan.c) against
+ * peers that do not cut messages the way the guesses assume: segments of
+ * irregular lengths, other messages between the segments of a large one,
+ * the sink invalidated while its response is read ahead, and a sink larger
+ * than its region. The peer's FPDUs are built here with the library's own
+ * encoders (iw_ddp_hdr_build, iw_fpdu_encode) and put on the pair's wire
+ * (conn_pair.h); b reads them through planned reads (conn_read.h), as the
+ * loop does.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn_pair.h"
+#include "suites.h"
+
+/* b's second region, for the interleaved RDMA Writes: guards around
+ * [W_OFF, W_OFF + W_LEN). */
+#define W_MEM 65536
+#define W_OFF 4096
+#define W_LEN 32768
+/* A second Read's sink in b->buf, away from SINK_AREA's. */
+#define SINK2_OFF (2621440u)
+#define SEG 16000
+/* Reads cut at random (0), or every one after 60,000 octets: a plan of
+ * several guesses, without the first read taking the whole message
+ * through the bounce buffer. */
+#define READ_LIM(i) ((i) & 4 ? 60000 : 0)
+
+static uint32_t rnd(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+/* ---------------------------------------------------------------- the peer */
+
+/* One FPDU from a to b as a's engine would frame it (CRC as negotiated,
+ * no markers), appended to a's wire. */
+static void put_fpdu(struct side *a, const struct iw_ddp_hdr *h, const uint8_t *pay,
+		     uint32_t len)
+{
+	uint8_t hdr[IW_FPDU_HDR_MAX];
+	int n = iw_ddp_hdr_build(hdr, sizeof(hdr), h);
+	ck_assert_int_gt(n, 0);
+	struct iw_fpdu_tx tx;
+	iw_fpdu_tx_init(&tx, a->c.res.crc, false, 0);
+	struct iovec iov[8];
+	struct iw_fpdu_out o = {.iov = iov, .iov_cap = 8};
+	struct iovec v = {(void *)pay, len};
+	ck_assert_int_eq(iw_fpdu_encode(&tx, &o, hdr, (size_t)n, &v, len ? 1 : 0), 0);
+	for (int i = 0; i < o.iovcnt; i++)
+		bytes_add(&a->wire, iov[i].iov_base, iov[i].iov_len);
+}
+
+/* A segment of a Send: message offset mo of the Send with MSN msn. */
+static void put_send(struct side *a, uint32_t msn, uint32_t mo, const uint8_t *pay,
+		     uint32_t len, bool last)
+{
+	struct iw_ddp_hdr h = {.ctrl = iw_ddp_ctrl(false, last), .rdmap_ctrl = iw_rdmap_ctrl(IW_OP_SEND),
+			       .qn = IW_QN_SEND, .msn = msn, .mo = mo};
+	put_fpdu(a, &h, pay, len);
+}
+
+/* A tagged segment (RDMA Write or Read Response) at stag, to. */
+static void put_tagged(struct side *a, unsigned op, uint32_t stag, uint64_t to,
+		       const uint8_t *pay, uint32_t len, bool last)
+{
+	struct iw_ddp_hdr h = {.ctrl = iw_ddp_ctrl(true, last), .rdmap_ctrl = iw_rdmap_ctrl(op),
+			       .stag = stag, .to = to};
+	put_fpdu(a, &h, pay, len);
+}
+
+/* b asks for a Read of len octets into its buffer at off; the request
+ * never reaches a: the test answers it by hand. */
+static void read_asked(struct pair *p, uint64_t id, size_t off, uint32_t len)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	post(b, id, IW_WR_RDMA_READ, off, len, (uintptr_t)a->buf, a->mr->rkey);
+	act(p, b);
+	ck_assert_uint_gt(b->wire.len, 0);
+	b->wire.len = 0;
+}
+
+/* The large message under test: a Read Response into b's sink at
+ * SINK_OFF, or a Send into a receive there RECV_EXTRA larger than it. */
+struct big {
+	bool read;
+	uint32_t size, span, msn;
+	uint64_t to;
+};
+
+/* Guards around the sink, the source filled, the receive posted or the
+ * Read asked. */
+static struct big big_begin(struct pair *p, bool read, uint32_t size, unsigned seed)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	struct big m = {.read = read, .size = size, .span = size + (read ? 0 : RECV_EXTRA),
+			.msn = b->qp->rx_msn[IW_QN_SEND], .to = (uintptr_t)(b->buf + SINK_OFF)};
+	memset(b->buf + SINK_AREA, GUARD, 4096 + size + RECV_EXTRA + 4096);
+	fill(a->buf, size, seed);
+	if (read)
+		read_asked(p, 30, SINK_OFF, size);
+	else
+		post_recv(b, 31, SINK_OFF, m.span);
+	return m;
+}
+
+/* Its segment of len octets at offset off. */
+static void big_put(struct pair *p, const struct big *m, uint32_t off, uint32_t len)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	bool last = off + len == m->size;
+	if (m->read)
+		put_tagged(a, IW_OP_READ_RESP, b->mr->lkey, m->to + off, a->buf + off, len, last);
+	else
+		put_send(a, m->msn, off, a->buf + off, len, last);
+}
+
+/* It completed with its length, its octets arrived, and nothing outside
+ * the sink or the receive moved (octets past byte_len inside the receive
+ * are the receive's to overwrite). */
+static void big_check(struct pair *p, const struct big *m)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	if (m->read)
+		expect_wc(b, 30, IW_WC_SUCCESS);
+	else
+		expect_recv(b, 31, m->size);
+	ck_assert_mem_eq(b->buf + SINK_OFF, a->buf, m->size);
+	guard_intact(b->buf + SINK_AREA, 4096);
+	guard_intact(b->buf + SINK_OFF + m->span, 4096 + RECV_EXTRA - (m->span - m->size));
+}
+
+/* Irregular segment lengths: the first one large (read-ahead starts
+ * there), then 1 octet, shorter ones, longer ones, in a random order. */
+static uint32_t seg_len(uint32_t *rng, unsigned k)
+{
+	if (k == 0)
+		return SEG;
+	switch (rnd(rng) % 5) {
+	case 0:
+		return 1;
+	case 1:
+		return 1 + rnd(rng) % (SEG - 1); /* shorter than the first */
+	case 2:
+		return SEG;
+	default:
+		return 1 + rnd(rng) % 24000; /* longer ones too */
+	}
+}
+
+/* The pair of the hostile tests: loop index i picks CRC (bit 1) and how
+ * b's reads are cut (bit 2, READ_LIM). */
+static void hostile_pair(struct pair *p, int i)
+{
+	spec_pair(p, i & 2, false);
+	p->mp.read_lim = READ_LIM(i);
+}
+
+/* Guesses went wrong (the peer saw to that), yet b sent no TERMINATE. */
+static void hostile_end(struct pair *p, uint64_t missed_before)
+{
+	struct side *b = &p->s[1];
+	ck_assert_uint_gt(b->c.rx_spec_missed, missed_before);
+	ck_assert_int_eq(decode(b, b->c.hs.tx_len, b->c.res.crc).terms, 0);
+	pair_free(p);
+}
+
+/* A peer cuts a large Read Response or Send into segments of irregular
+ * lengths: the guesses (as long as the segment before) are mostly wrong,
+ * and the data, the completion and every guard octet still come out
+ * right, with no TERMINATE. */
+START_TEST(test_spec_irregular)
+{
+	bool read = _i & 1;
+	struct pair p;
+	hostile_pair(&p, _i);
+	struct side *b = &p.s[1];
+	uint64_t missed = b->c.rx_spec_missed;
+	for (unsigned round = 0; round < 4; round++) {
+		struct big m = big_begin(&p, read, 300000, round + 11 * (unsigned)_i);
+		uint32_t rng = (0x9E3779B9u * (round + 1) + (uint32_t)_i * 7919u) | 1;
+		for (uint32_t off = 0, k = 0; off < m.size; k++) {
+			uint32_t n = seg_len(&rng, k);
+			n = n < m.size - off ? n : m.size - off;
+			big_put(&p, &m, off, n);
+			off += n;
+		}
+		b->rs = (struct conn_read_stats){0};
+		settle(&p);
+		big_check(&p, &m);
+		ck_assert_uint_gt(b->rs.spec_reads, 0);
+	}
+	hostile_end(&p, missed);
+}
+END_TEST
+
+/* Seventeen 16000-octet segments (read through the bounce buffer and in
+ * place), then one of 22000, longer than the guess made for it, then
+ * 16000 again; whole reads. The octets read after that guess are payload,
+ * not the trailer and next header: fed as stream octets they used to be
+ * copied over the next guesses before those were gathered (a CRC error
+ * TERMINATE on a valid stream, found by test_spec_irregular). */
+START_TEST(test_spec_longer_seg)
+{
+	bool read = _i & 1, crc = _i & 2;
+	struct pair p;
+	spec_pair(&p, crc, false);
+	struct side *b = &p.s[1];
+	size_t b_mpa = b->c.hs.tx_len;
+	p.mp.read_lim = SIZE_MAX;
+	struct big m = big_begin(&p, read, 400000, 5);
+	for (uint32_t off = 0, k = 0; off < m.size; k++) {
+		uint32_t n = k == 17 ? 22000 : SEG;
+		n = n < m.size - off ? n : m.size - off;
+		big_put(&p, &m, off, n);
+		off += n;
+	}
+	settle(&p);
+	ck_assert_int_eq(decode(b, b_mpa, crc).terms, 0);
+	big_check(&p, &m);
+	pair_free(&p);
+}
+END_TEST
+
+/* Regular cuts, whole reads, CRC on and off: every guess is taken. The
+ * CRC field is on the wire without CRC too; the guesses used to leave it
+ * out, so without CRC every one was wrong (and everything read ahead was
+ * copied). */
+START_TEST(test_spec_all_hit)
+{
+	bool crc = _i & 1;
+	struct pair p;
+	spec_pair(&p, crc, false);
+	struct side *b = &p.s[1];
+	p.mp.read_lim = SIZE_MAX;
+	b->rs = (struct conn_read_stats){0};
+	spec_move(&p, true, 1u << 20, 3);
+	ck_assert_uint_gt(b->rs.spec_reads, 4);
+	ck_assert_uint_eq(b->c.rx_spec_missed, 0);
+	pair_free(&p);
+}
+END_TEST
+
+/* ------------------------------------------------ other messages between */
+
+#define R2_LEN 20000
+
+/* b's second region and a's sources for what is interleaved. */
+struct other {
+	uint8_t *w;
+	struct iw_mr *mr;
+	const uint8_t *wsrc, *rsrc;
+};
+
+static void other_new(struct pair *p, struct other *o)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	o->w = malloc(W_MEM);
+	ck_assert_ptr_nonnull(o->w);
+	memset(o->w, GUARD, W_MEM);
+	o->mr = iw_reg_mr(p->pd, o->w, W_MEM, IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE);
+	ck_assert_ptr_nonnull(o->mr);
+	o->wsrc = a->buf + (1u << 20);
+	o->rsrc = a->buf + (2u << 20);
+	fill(a->buf + (1u << 20), W_LEN, 77);
+	fill(a->buf + (2u << 20), R2_LEN, 78);
+	memset(b->buf + SINK2_OFF - 4096, GUARD, R2_LEN + 8192);
+}
+
+/* A segment of the RDMA Write of W_LEN octets into b's second region. */
+static void other_write(struct pair *p, const struct other *o, uint32_t off, uint32_t len)
+{
+	put_tagged(&p->s[0], IW_OP_WRITE, o->mr->rkey, (uintptr_t)(o->w + W_OFF) + off,
+		   o->wsrc + off, len, off + len == W_LEN);
+}
+
+/* A segment of the response to b's second Read (R2_LEN at SINK2_OFF). */
+static void other_resp(struct pair *p, const struct other *o, uint32_t off, uint32_t len)
+{
+	struct side *b = &p->s[1];
+	put_tagged(&p->s[0], IW_OP_READ_RESP, b->mr->lkey, (uintptr_t)(b->buf + SINK2_OFF) + off,
+		   o->rsrc + off, len, off + len == R2_LEN);
+}
+
+/* The Write landed exactly in its range of the second region. */
+static void other_check(struct pair *p, struct other *o)
+{
+	ck_assert_mem_eq(o->w + W_OFF, o->wsrc, W_LEN);
+	guard_intact(o->w, W_OFF);
+	guard_intact(o->w + W_OFF + W_LEN, W_MEM - W_OFF - W_LEN);
+	ck_assert_int_eq(iw_dereg_mr(o->mr), 0);
+	free(o->w);
+	(void)p;
+}
+
+/* Between the segments of a large Send or Read Response (16000 octets
+ * each, so that the next one is guessed there), the peer puts the
+ * segments of an RDMA Write into b's other region and, into a Send, the
+ * response to another Read of b's. Where the big message's continuation
+ * was guessed comes another message: each lands at its own STag and
+ * offset, the Write's octets nowhere else (past byte_len inside the
+ * receive at most, which the guards do not cover), no TERMINATE. */
+START_TEST(test_spec_interleave)
+{
+	bool read = _i & 1;
+	struct pair p;
+	hostile_pair(&p, _i);
+	struct side *b = &p.s[1];
+	struct other o;
+	other_new(&p, &o);
+	uint64_t missed = b->c.rx_spec_missed;
+	struct big m = big_begin(&p, read, 6 * SEG + 500, 3);
+	if (!read)
+		read_asked(&p, 40, SINK2_OFF, R2_LEN);
+	for (uint32_t k = 0; k < 7; k++) {
+		big_put(&p, &m, k * SEG, k < 6 ? SEG : 500);
+		if (k == 1)
+			other_write(&p, &o, 0, SEG);
+		if (k == 3)
+			other_write(&p, &o, SEG, W_LEN - SEG);
+		if (!read && k == 0)
+			other_resp(&p, &o, 0, 12000);
+		if (!read && k == 4)
+			other_resp(&p, &o, 12000, R2_LEN - 12000);
+	}
+	b->rs = (struct conn_read_stats){0};
+	settle(&p);
+	if (!read) {
+		expect_wc(b, 40, IW_WC_SUCCESS);
+		ck_assert_mem_eq(b->buf + SINK2_OFF, o.rsrc, R2_LEN);
+		guard_intact(b->buf + SINK2_OFF - 4096, 4096);
+		guard_intact(b->buf + SINK2_OFF + R2_LEN, 4096);
+	}
+	big_check(&p, &m);
+	other_check(&p, &o);
+	ck_assert_uint_gt(b->rs.spec_reads, 0);
+	hostile_end(&p, missed);
+}
+END_TEST
+
+Suite *suite_conn_spec(void)
+{
+	Suite *s = suite_create("conn_spec");
+	TCase *tc = tcase_create("conn_spec");
+	tcase_add_loop_test(tc, test_spec_irregular, 0, 8);
+	tcase_add_loop_test(tc, test_spec_longer_seg, 0, 4);
+	tcase_add_loop_test(tc, test_spec_all_hit, 0, 2);
+	tcase_add_loop_test(tc, test_spec_interleave, 0, 8);
+	suite_add_tcase(s, tc);
+	return s;
+}
