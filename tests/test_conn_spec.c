@@ -9,6 +9,7 @@
  * (conn_pair.h); b reads them through planned reads (conn_read.h), as the
  * loop does.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -343,6 +344,223 @@ START_TEST(test_spec_interleave)
 }
 END_TEST
 
+/* ------------------------------------------------ the sink goes away */
+
+#define INV_SIZE 131072
+#define INV_READS 5 /* reads of INV_LIM octets the response takes, at least */
+#define INV_LIM 30000
+
+/* Register fast-reg MR mr over len octets at addr with key, on b. */
+static void reg_fast(struct pair *p, struct iw_mr *mr, uint32_t key, uint8_t *addr, uint64_t len,
+		     uint64_t id)
+{
+	struct iw_send_wr wr = {.wr_id = id, .opcode = IW_WR_REG_MR};
+	wr.reg.mr = mr;
+	wr.reg.key = key;
+	wr.reg.access = IW_ACCESS_LOCAL_WRITE | IW_ACCESS_REMOTE_WRITE;
+	wr.reg.iova = (uintptr_t)addr;
+	wr.reg.length = len;
+	wr.reg.addr = addr;
+	ck_assert_int_eq(iw_post_send(p->s[1].qp, &wr, NULL), 0);
+}
+
+static void local_inv(struct side *b, uint32_t key, uint64_t id)
+{
+	struct iw_send_wr wr = {.wr_id = id, .opcode = IW_WR_LOCAL_INV, .invalidate_rkey = key};
+	ck_assert_int_eq(iw_post_send(b->qp, &wr, NULL), 0);
+}
+
+/* b's Read of INV_SIZE into a fast-reg MR at SINK_OFF (key *key), posted
+ * (guards around the sink). */
+static struct iw_mr *fast_read(struct pair *p, uint32_t *key)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	struct iw_mr *mr = iw_alloc_mr(p->pd, 1);
+	ck_assert_ptr_nonnull(mr);
+	*key = iw_inc_rkey(mr->rkey);
+	reg_fast(p, mr, *key, b->buf + SINK_OFF, INV_SIZE, 49);
+	settle(p);
+	expect_wc(b, 49, IW_WC_SUCCESS);
+	memset(b->buf + SINK_AREA, GUARD, 4096 + INV_SIZE + 4096);
+	fill(a->buf, INV_SIZE, 21);
+	struct iw_sge sg = {(uintptr_t)(b->buf + SINK_OFF), INV_SIZE, *key};
+	struct iw_send_wr wr = {.wr_id = 20, .sg_list = &sg, .num_sge = 1,
+				.opcode = IW_WR_RDMA_READ};
+	wr.wr.rdma.remote_addr = (uintptr_t)a->buf;
+	wr.wr.rdma.rkey = a->mr->rkey;
+	ck_assert_int_eq(iw_post_send(b->qp, &wr, NULL), 0);
+	return mr;
+}
+
+/* fast_read, and a's response on a's wire, not delivered yet. */
+static struct iw_mr *inv_read(struct pair *p, uint32_t *key)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	struct iw_mr *mr = fast_read(p, key);
+	act(p, b);
+	deliver(p, b, a);
+	act(p, a);
+	ck_assert_uint_gt(a->wire.len, INV_SIZE);
+	return mr;
+}
+
+/* The LOCAL_INV of the sink, posted at b's read number `at`: between two
+ * reads, or (mid) while one is under way, its guesses in the sink. */
+struct inv {
+	struct side *b;
+	uint32_t key;
+	int at, reads;
+	uint32_t idx;
+	bool posted;
+};
+
+static void inv_post(struct inv *v)
+{
+	local_inv(v->b, v->key, 50);
+	v->idx = v->b->qp->sq_tail - 1;
+	v->posted = true;
+}
+
+static void inv_mid(void *arg)
+{
+	struct inv *v = arg;
+	if (v->reads++ == v->at)
+		inv_post(v);
+}
+
+/* Has the LOCAL_INV completed (done, or retired from the ring)? */
+static bool inv_over(const struct inv *v)
+{
+	struct iw_qp *qp = v->b->qp;
+	iw_qp_lock(qp);
+	bool over = (int32_t)(v->idx - qp->sq_head) < 0 ||
+		    qp->sq[iw_qp_slot(v->idx, qp->sq_size)].done;
+	iw_qp_unlock(qp);
+	return v->posted && over;
+}
+
+/* The Read's completion, then the LOCAL_INV's: the Read succeeded only
+ * with all its octets in the sink. */
+static void inv_completions(struct side *a, struct side *b)
+{
+	struct iw_wc wc;
+	ck_assert_int_eq(iw_poll_cq(b->cq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 20);
+	if (wc.status == IW_WC_SUCCESS)
+		ck_assert_mem_eq(b->buf + SINK_OFF, a->buf, INV_SIZE);
+	ck_assert_int_eq(iw_poll_cq(b->cq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 50);
+	ck_assert(wc.status == IW_WC_SUCCESS || wc.status == IW_WC_WR_FLUSH_ERR);
+}
+
+/* The sink's MR is invalidated (LOCAL_INV) while its Read Response is
+ * read ahead, at each of the response's reads, between two reads or
+ * while one is under way: once the LOCAL_INV has completed, not one octet
+ * of the sink or around it changes; the Read fails or succeeds, the QP
+ * never crashes (make check under ASan: no invalid access). */
+START_TEST(test_spec_invalidate)
+{
+	bool mid = _i >= INV_READS;
+	struct pair p;
+	spec_pair(&p, true, false);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	uint32_t key;
+	struct iw_mr *mr = inv_read(&p, &key);
+	struct inv v = {.b = b, .key = key, .at = _i % INV_READS};
+	if (mid) {
+		b->rs.mid_read = inv_mid;
+		b->rs.mid_arg = &v;
+	}
+	size_t area = 4096 + INV_SIZE + 4096, off = 0;
+	uint8_t *snap = NULL, *sink_area = b->buf + SINK_AREA;
+	struct bytes w = a->wire;
+	a->wire = (struct bytes){0};
+	for (int reads = 0; off < w.len; reads++) {
+		size_t len = w.len - off < INV_LIM ? w.len - off : INV_LIM;
+		long n = conn_read(&b->c, b->bounce, BOUNCE, w.p + off, len, &b->pending, &b->rs);
+		ck_assert_int_ge(n, 0);
+		if (!n)
+			break;
+		off += (size_t)n;
+		if (!mid && reads == v.at)
+			inv_post(&v);
+		act(&p, b);
+		if (!snap && inv_over(&v)) {
+			snap = malloc(area);
+			memcpy(snap, sink_area, area);
+		}
+	}
+	free(w.p);
+	ck_assert(v.posted); /* while the response was being read */
+	settle(&p);
+	ck_assert_msg(snap, "the LOCAL_INV never completed");
+	ck_assert_mem_eq(sink_area, snap, area);
+	guard_intact(sink_area, 4096);
+	guard_intact(sink_area + 4096 + INV_SIZE, 4096);
+	inv_completions(a, b);
+	ck_assert_uint_gt(b->rs.spec_reads, 0);
+	/* a cuts evenly: no guess was wrong, and once the QP failed nothing
+	 * was copied out of the guessed places (they are the application's
+	 * again when the Read has completed). */
+	ck_assert_uint_eq(b->c.rx_spec_missed, 0);
+	free(snap);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	pair_free(&p);
+}
+END_TEST
+
+static void dereg_busy(void *arg)
+{
+	struct side *b = arg;
+	ck_assert_int_eq(iw_dereg_mr(b->mr), EBUSY);
+}
+
+/* Deregistering the MR of a receive being filled, or of a Read's sink,
+ * while the message is read ahead (during each read): refused, EBUSY,
+ * and the message arrives whole. */
+START_TEST(test_spec_dereg_busy)
+{
+	struct pair p;
+	spec_pair(&p, true, false);
+	struct side *b = &p.s[1];
+	b->rs.mid_read = dereg_busy;
+	b->rs.mid_arg = b;
+	spec_move(&p, _i, INV_SIZE, 4);
+	ck_assert_uint_gt(b->rs.spec_reads, 0);
+	b->rs.mid_read = NULL;
+	pair_free(&p);
+}
+END_TEST
+
+/* The application shrinks the sink's registration under an outstanding
+ * Read (LOCAL_INV, then REG_MR again with the same key, 100,000 of the
+ * 131,072 octets): the guesses end at the region's end although the sink
+ * goes on, nothing lands past it, and the segment crossing it is refused
+ * (DDP base and bounds). */
+START_TEST(test_spec_mr_bound)
+{
+	struct pair p;
+	spec_pair(&p, true, false);
+	struct side *b = &p.s[1];
+	size_t b_mpa = b->c.hs.tx_len;
+	uint32_t key, small = 100000;
+	struct iw_mr *mr = fast_read(&p, &key);
+	act(&p, b);
+	local_inv(b, key, 51);
+	reg_fast(&p, mr, key, b->buf + SINK_OFF, small, 52);
+	settle(&p);
+	struct decoded d = decode(b, b_mpa, true);
+	ck_assert_int_eq(d.terms, 1);
+	ck_assert_uint_eq(d.term, IW_TERM_DDP_T_BASE_BOUNDS);
+	ck_assert_uint_gt(b->rs.spec_reads, 0);
+	ck_assert_ptr_eq(b->rs.guess_end, b->buf + SINK_OFF + small);
+	guard_intact(b->buf + SINK_AREA, 4096);
+	guard_intact(b->buf + SINK_OFF + small, INV_SIZE - small + 4096);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	pair_free(&p);
+}
+END_TEST
+
 Suite *suite_conn_spec(void)
 {
 	Suite *s = suite_create("conn_spec");
@@ -351,6 +569,9 @@ Suite *suite_conn_spec(void)
 	tcase_add_loop_test(tc, test_spec_longer_seg, 0, 4);
 	tcase_add_loop_test(tc, test_spec_all_hit, 0, 2);
 	tcase_add_loop_test(tc, test_spec_interleave, 0, 8);
+	tcase_add_loop_test(tc, test_spec_invalidate, 0, 2 * INV_READS);
+	tcase_add_loop_test(tc, test_spec_dereg_busy, 0, 2);
+	tcase_add_test(tc, test_spec_mr_bound);
 	suite_add_tcase(s, tc);
 	return s;
 }

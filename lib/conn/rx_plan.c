@@ -161,6 +161,12 @@ static unsigned feed_spec(struct iw_conn *c, const struct iw_conn_rxp *p, size_t
 		c->rx_planned = SIZE_MAX;
 		if (!left || i + 1 >= p->iovcnt)
 			break;
+		/* The QP failed (a header refused, a CRC error) and drops the
+		 * rest of the stream: nothing more is copied out of the guessed
+		 * places. The failure completed the Read or receive they belong
+		 * to, so another thread may be freeing that memory by now. */
+		if (st.err)
+			break;
 		const struct iovec *guess = &p->iov[i + 1];
 		size_t got = min_sz(left, guess->iov_len);
 		placed = guess_ok(&st, guess, got);
