@@ -561,6 +561,61 @@ START_TEST(test_spec_mr_bound)
 }
 END_TEST
 
+/* An RDMA Write's segments at offset off.. of b's region at stag. */
+static void write_segs(struct pair *p, uint32_t stag, uint64_t to, const uint8_t *src,
+		       uint32_t len, uint32_t total)
+{
+	for (uint32_t off = 0; off < len; off += SEG) {
+		uint32_t n = len - off < SEG ? len - off : SEG;
+		put_tagged(&p->s[0], IW_OP_WRITE, stag, to + off, src + off, n, off + n == total);
+	}
+}
+
+/* A type 1 window over [W_OFF, W_OFF + W_LEN) of a region that goes on
+ * after it: a large RDMA Write into the window is never read ahead (a
+ * Write's end is unknown), lands whole; a hostile one running 100 octets
+ * past the window's end is refused (DDP base and bounds) and nothing
+ * lands after the window, although the MR would allow it. */
+START_TEST(test_spec_window)
+{
+	struct pair p;
+	spec_pair(&p, true, false);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	size_t b_mpa = b->c.hs.tx_len;
+	uint8_t *w = malloc(W_MEM);
+	ck_assert_ptr_nonnull(w);
+	memset(w, GUARD, W_MEM);
+	struct iw_mr *mr = iw_reg_mr(p.pd, w, W_MEM, IW_ACCESS_LOCAL_WRITE |
+				     IW_ACCESS_REMOTE_WRITE | IW_ACCESS_MW_BIND);
+	struct iw_mw *mw = iw_alloc_mw(p.pd, IW_MW_TYPE_1);
+	ck_assert_ptr_nonnull(mr);
+	ck_assert_ptr_nonnull(mw);
+	struct iw_mw_bind bind = {.wr_id = 60, .send_flags = IW_SEND_SIGNALED,
+				  .bind_info = {mr, (uintptr_t)(w + W_OFF), W_LEN,
+						IW_ACCESS_REMOTE_WRITE}};
+	ck_assert_int_eq(iw_bind_mw(b->qp, mw, &bind), 0);
+	settle(&p);
+	expect_wc(b, 60, IW_WC_SUCCESS);
+	fill(a->buf, W_LEN + 100, 31);
+	b->rs = (struct conn_read_stats){0};
+	write_segs(&p, mw->rkey, (uintptr_t)(w + W_OFF), a->buf, W_LEN, W_LEN);
+	settle(&p);
+	ck_assert_mem_eq(w + W_OFF, a->buf, W_LEN);
+	ck_assert_uint_eq(b->rs.spec_reads, 0);
+	write_segs(&p, mw->rkey, (uintptr_t)(w + W_OFF), a->buf, W_LEN + 100, W_LEN + 100);
+	settle(&p);
+	struct decoded d = decode(b, b_mpa, true);
+	ck_assert_int_eq(d.terms, 1);
+	ck_assert_uint_eq(d.term, IW_TERM_DDP_T_BASE_BOUNDS);
+	guard_intact(w, W_OFF);
+	guard_intact(w + W_OFF + W_LEN, W_MEM - W_OFF - W_LEN);
+	ck_assert_int_eq(iw_dealloc_mw(mw), 0);
+	ck_assert_int_eq(iw_dereg_mr(mr), 0);
+	free(w);
+	pair_free(&p);
+}
+END_TEST
+
 Suite *suite_conn_spec(void)
 {
 	Suite *s = suite_create("conn_spec");
@@ -572,6 +627,7 @@ Suite *suite_conn_spec(void)
 	tcase_add_loop_test(tc, test_spec_invalidate, 0, 2 * INV_READS);
 	tcase_add_loop_test(tc, test_spec_dereg_busy, 0, 2);
 	tcase_add_test(tc, test_spec_mr_bound);
+	tcase_add_test(tc, test_spec_window);
 	suite_add_tcase(s, tc);
 	return s;
 }
