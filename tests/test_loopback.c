@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,7 @@
 
 #include "engine/cq.h" /* IW_POLL_OTHERS_EVERY, a CQ's count */
 #include "engine/qp.h"  /* test_hold_full_stops_reading: the hold count */
-#include "io/cm_int.h" /* test_poll_handback: the pause counters */
+#include "io/cm_int.h" /* test_poll_handback, test_poll_read_ahead: counters */
 #include "suites.h"
 
 /* Every wait fails the test after this long (a hang guard, never a
@@ -891,6 +892,9 @@ static void runner_set(struct lb_runner *r, enum lb_run_state st)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* The allocator of the contexts a runner makes (NULL: libc's). */
+static const struct iw_alloc_ops *lb_runner_alloc;
+
 static void *runner_main(void *arg)
 {
 	struct lb_runner *r = arg;
@@ -901,6 +905,10 @@ static void *runner_main(void *arg)
 	}
 	struct iw_context_attr a = {.base = r->base, .comp_mask = IW_CONTEXT_ATTR_FLAGS,
 				    .flags = lb_poll ? IW_CONTEXT_POLL : 0};
+	if (lb_runner_alloc) {
+		a.comp_mask |= IW_CONTEXT_ATTR_ALLOC;
+		a.alloc = lb_runner_alloc;
+	}
 	for (int i = 0; i < r->nctx; i++) {
 		r->ctx[i] = iw_context_new(&a);
 		if (!r->ctx[i]) {
@@ -3097,6 +3105,206 @@ START_TEST(test_poll_loop_paused)
 }
 END_TEST
 
+/* ============================================================ read-ahead */
+
+/* Read-ahead for pollers (lib/io/poll_buf.h): the server's context runs
+ * on a paused runner, so only its pollers read; each large message waits
+ * in its socket (AHEAD_QUEUED octets and more, enough for the rest of a
+ * segment and the next ones) before the first poll, so that a read can
+ * take several segments whatever the timing. */
+#define AHEAD_QUEUED (128 * 1024)
+
+static int sock_queued(struct lb_conn *x)
+{
+	int n = 0;
+	ck_assert_int_eq(ioctl(iw_cm_id_int(x->id)->fd, FIONREAD, &n), 0);
+	return n;
+}
+
+/* Nobody reads x's socket meanwhile: it only fills. */
+static void queued_wait(struct lb_conn *x, int want, const char *what)
+{
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (sock_queued(x) < want)
+		ck_assert_msg(now_ms() < dl, "%s: %d octets queued, never %d", what, sock_queued(x),
+			      want);
+}
+
+/* A poller's reads of s, and those that read ahead, during one message. */
+struct ahead_count {
+	unsigned reads, ahead;
+};
+
+static struct ahead_count ahead_now(struct lb_conn *s)
+{
+	struct iw_cm_id_int *id = iw_cm_id_int(s->id);
+	return (struct ahead_count){atomic_load(&id->dbg_poll_reads),
+				    atomic_load(&id->dbg_poll_ahead)};
+}
+
+static struct ahead_count ahead_since(struct lb_conn *s, struct ahead_count t0)
+{
+	struct ahead_count t = ahead_now(s);
+	return (struct ahead_count){t.reads - t0.reads, t.ahead - t0.ahead};
+}
+
+/* src (in c) gets a pattern, s's buffer canaries around dst. */
+static void ahead_fill(struct lb_end *c, struct lb_end *s, size_t size, uint8_t **src,
+		       uint8_t **dst)
+{
+	*src = c->data.p + PAD;
+	*dst = s->data.p + PAD;
+	pat_fill(*src, size, size);
+	memset(s->data.p, CANARY, size + 2 * PAD);
+}
+
+/* The message landed at dst, and nothing around it. */
+static void ahead_check(struct lb_end *s, const uint8_t *dst, const uint8_t *src, size_t size,
+			const char *what)
+{
+	check_canary(s->data.p, PAD, what);
+	check_data(dst, src, size, what);
+	check_canary(dst + size, PAD, what);
+}
+
+/* c Sends size octets to s, whose poller reads them once queued; the
+ * receive has PAD octets of room more, which must stay untouched. */
+static struct ahead_count ahead_send(struct lb_end *c, struct lb_end *s, size_t size)
+{
+	const char *what = "Send read by a poller";
+	uint8_t *src, *dst;
+	ahead_fill(c, s, size, &src, &dst);
+	struct ahead_count t0 = ahead_now(s->c);
+	ck_assert_int_eq(post_recv1(s->c->qp, 1, dst, (uint32_t)size + PAD, s->data.mr->lkey), 0);
+	ck_assert_int_eq(post_send1(c->c->qp, 2, IW_WR_SEND, IW_SEND_SIGNALED, src, (uint32_t)size,
+				    c->data.mr->lkey, 0, 0, 0),
+			 0);
+	queued_wait(s->c, AHEAD_QUEUED, what);
+	struct iw_wc wc;
+	wc_spin(s->c->rcq, &wc, 1, what);
+	wc_check(&wc, 1, IW_WC_SUCCESS, IW_WC_RECV, what);
+	ck_assert_uint_eq(wc.byte_len, size);
+	wc_spin(c->c->scq, &wc, 1, what);
+	wc_check(&wc, 2, IW_WC_SUCCESS, IW_WC_SEND, what);
+	ahead_check(s, dst, src, size, what);
+	return ahead_since(s->c, t0);
+}
+
+/* s Reads size octets from c; its poller reads the Read Response once
+ * (nearly) all of it is queued. */
+static struct ahead_count ahead_read(struct lb_end *s, struct lb_end *c, size_t size)
+{
+	const char *what = "Read Response read by a poller";
+	uint8_t *src, *dst;
+	ahead_fill(c, s, size, &src, &dst);
+	struct ahead_count t0 = ahead_now(s->c);
+	ck_assert_int_eq(post_send1(s->c->qp, 3, IW_WR_RDMA_READ, IW_SEND_SIGNALED, dst,
+				    (uint32_t)size, s->data.mr->lkey, (uintptr_t)src,
+				    c->data.mr->rkey, 0),
+			 0);
+	queued_wait(s->c, (int)size, what);
+	struct iw_wc wc;
+	wc_spin(s->c->scq, &wc, 1, what);
+	wc_check(&wc, 3, IW_WC_SUCCESS, IW_WC_RDMA_READ, what);
+	ck_assert_uint_eq(wc.byte_len, size);
+	ahead_check(s, dst, src, size, what);
+	return ahead_since(s->c, t0);
+}
+
+/* A server on a paused runner (its pollers alone read) and a client;
+ * the server's socket takes a megabyte before TCP's window closes. */
+struct ahead_pair {
+	struct lb_runner r;
+	struct lb_env e;
+	struct lb_conn c, s;
+	struct lb_end ce, se;
+};
+
+static void ahead_open(struct ahead_pair *p)
+{
+	runner_env(&p->r, &p->e, false);
+	pair_connect_bufs(&p->e, &p->c, &p->s, MIB, 0);
+	end_init(&p->ce, &p->c, MIB, "client");
+	end_init(&p->se, &p->s, MIB, "server");
+	runner_pause(&p->r);
+}
+
+static void ahead_close(struct ahead_pair *p)
+{
+	runner_pair_fini(&p->r, &p->e, &p->c, &p->s, &p->ce, &p->se);
+}
+
+/* A poller reads a large message ahead as the loop does: several
+ * segments of a 1 MiB Send and of a 128 KiB Read Response land in place
+ * with one readv (with its 16 KiB stack buffer alone it read none ahead:
+ * the gather area must hold every octet read after the current payload). */
+START_TEST(test_poll_read_ahead)
+{
+	struct ahead_pair p;
+	ahead_open(&p);
+	struct ahead_count n = ahead_send(&p.ce, &p.se, MIB);
+	ck_assert_msg(n.ahead >= 1, "1 MiB Send: %u poller reads, none read ahead", n.reads);
+	n = ahead_read(&p.se, &p.ce, 128 * 1024);
+	ck_assert_msg(n.ahead >= 1, "128 KiB Read: %u poller reads, none read ahead", n.reads);
+	ahead_close(&p);
+}
+END_TEST
+
+/* An allocator that, once armed, refuses every allocation of a poller's
+ * buffer size (the loop's, IW_RX_BOUNCE_LEN_DEFAULT: armed after the
+ * context has made that one) and counts the refusals. */
+static atomic_bool big_armed;
+static atomic_uint big_refused;
+
+static void *big_malloc(void *user, size_t n)
+{
+	(void)user;
+	if (atomic_load(&big_armed) && n >= IW_RX_BOUNCE_LEN_DEFAULT) {
+		atomic_fetch_add(&big_refused, 1);
+		return NULL;
+	}
+	return malloc(n);
+}
+
+static void *big_calloc(void *user, size_t num, size_t n)
+{
+	return num && n >= IW_RX_BOUNCE_LEN_DEFAULT / num ? big_malloc(user, num * n)
+							   : calloc(num, n);
+}
+
+static void *big_realloc(void *user, void *old, size_t n)
+{
+	(void)user;
+	return atomic_load(&big_armed) && n >= IW_RX_BOUNCE_LEN_DEFAULT ? NULL : realloc(old, n);
+}
+
+static void big_free(void *user, void *p)
+{
+	(void)user;
+	free(p);
+}
+
+/* Without memory for its buffer a poller reads as before, into its
+ * stack: the same data, no read-ahead, no error. */
+START_TEST(test_poll_read_ahead_nomem)
+{
+	static const struct iw_alloc_ops ops = {
+		.malloc = big_malloc, .calloc = big_calloc, .realloc = big_realloc, .free = big_free};
+	lb_runner_alloc = &ops;
+	struct ahead_pair p;
+	ahead_open(&p);
+	lb_runner_alloc = NULL;
+	atomic_store(&big_armed, true);
+	/* (A short last segment may still be read ahead into the stack.) */
+	ahead_send(&p.ce, &p.se, MIB);
+	ahead_read(&p.se, &p.ce, 128 * 1024);
+	unsigned refused = atomic_load(&big_refused);
+	ck_assert_msg(refused > 0, "no poller asked for a buffer of its own");
+	atomic_store(&big_armed, false);
+	ahead_close(&p);
+}
+END_TEST
+
 /* Sleep on the completion channel until cq has one completion. */
 static void wc_sleep(struct lb_conn *s, struct iw_cq *cq, struct iw_wc *wc, int64_t dl)
 {
@@ -4337,6 +4545,8 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_app_event_base);
 	tcase_add_test(tc, test_threads_shared_qp);
 	tcase_add_test(tc, test_poll_loop_paused);
+	tcase_add_test(tc, test_poll_read_ahead);
+	tcase_add_test(tc, test_poll_read_ahead_nomem);
 	tcase_add_test(tc, test_poll_handback);
 	tcase_add_test(tc, test_poll_busy_cq_keeps_loop_off);
 	tcase_add_test(tc, test_hold_full_stops_reading);

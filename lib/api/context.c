@@ -14,6 +14,7 @@
 #include "io/ev.h"
 #include "io/loop_group.h"
 #include "io/cm_int.h"
+#include "io/poll_buf.h"
 #include "engine/qp_txq.h"
 #include "diag/trace.h"
 #include "base/visibility.h"
@@ -65,6 +66,7 @@ void iw_context_core_free(struct iw_context *ctx)
 	iw_mem_table_cleanup(&ctx->mem);
 	iw_poll_set_cleanup(&ctx->poll);
 	iw_txq_spare_free(ctx);
+	iw_poll_bufs_free(ctx->poll_bufs);
 	pthread_mutex_destroy(&ctx->held_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	iw_trace_free(ctx->trace, NULL);
@@ -186,6 +188,11 @@ IW_EXPORT struct iw_context *iw_context_new(const struct iw_context_attr *attr)
 		ctx->progress_armed = iw_cm_conn_poll_armed;
 		ctx->progress_other = iw_cm_conn_poll_other;
 		ctx->handback = iw_cm_conn_handback;
+	}
+	if (ctx->poll_mode && !(ctx->poll_bufs = iw_poll_bufs_new(ctx->alloc, bounce))) {
+		iw_context_core_free(ctx);
+		errno = ENOMEM;
+		return NULL;
 	}
 	ctx->flush_held = iw_cm_batch_flush;
 	lo.bounce_len = bounce;

@@ -242,6 +242,11 @@ static inline bool iw_conn_rx_starved(const struct iw_conn *c)
 size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min);
 unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, size_t len);
 
+/* Whether the next read may take further segments of a large message
+ * ahead (the engine guessed where they go): a reader whose buffer is too
+ * small for that (a poller's stack buffer) may take a larger one now. */
+bool iw_conn_rx_ahead(const struct iw_conn *c);
+
 /* One read in iovecs (rx_plan.c), for the loop and for a poller alike:
  * iw_conn_rx_plan_iov fills it, the glue readv()s the iovecs (at most
  * IW_CONN_RX_IOV_MAX), and iw_conn_rx_feed takes the n octets read.

@@ -24,6 +24,7 @@ struct iw_qp;
 struct iw_txq;
 struct iw_cm_parked; /* lib/io/cm_park.c */
 struct iw_cm_id_int; /* lib/io/cm_int.h */
+struct iw_poll_bufs; /* lib/io/poll_buf.h */
 
 struct iw_context {
 	/* The application's allocator (NULL: libc's), a copy in alloc_ops. */
@@ -60,6 +61,9 @@ struct iw_context {
 	 * skips connections that pollers of their own CQs keep. */
 	unsigned (*progress_other)(struct iw_qp *qp);
 	unsigned (*handback)(struct iw_qp *qp);
+	/* The receive buffers pollers read large messages into, as large as
+	 * the loop's (lib/io/poll_buf.h); NULL when not polling. */
+	struct iw_poll_bufs *poll_bufs;
 	/* Transmit coalescing (lib/io/cm_batch.c): the connections whose
 	 * posts left FPDUs unwritten, a list under held_lock, and whether
 	 * any are listed (held_n), so that a poll with none costs one load.

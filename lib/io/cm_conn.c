@@ -54,12 +54,14 @@
 #include "io/cm_int.h"
 #include "engine/context.h"
 #include "io/ev.h"
+#include "io/poll_buf.h"
 #include "diag/trace.h"
 
 #define IW_TX_IOV 512
 #define IW_RX_BUDGET 64
 /* A poller reads at most this often per visit, into a stack buffer this
- * large (payloads of direct_min and more land in place anyway). */
+ * large (payloads of direct_min and more land in place anyway), or into
+ * one of the context's larger buffers to read a large message ahead. */
 #define IW_POLL_BUDGET 4
 #define IW_POLL_BOUNCE (16 * 1024)
 /* A poller copies payloads below this from its buffer: one read and a
@@ -641,6 +643,22 @@ static unsigned rx_end(struct iw_cm_id_int *id, const struct rx_buf *b, int err)
 	return e ? iw_conn_io_error(&id->conn, e) : iw_conn_eof(&id->conn);
 }
 
+/* A counter only its reader (rxlock held) writes: no locked add. */
+static void bump(atomic_uint *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* For tests: a poller's reads, and those that took octets of a guessed
+ * segment (past the current payload, its trailer and the next header). */
+static void poll_count(struct iw_cm_id_int *id, const struct iw_conn_rxp *p, size_t n)
+{
+	bump(&id->dbg_poll_reads);
+	if (p->num_spec && n > p->direct + p->iov[1].iov_len)
+		bump(&id->dbg_poll_ahead);
+}
+
 /* One read (rxlock held); returns the connection's events, *n octets
  * read, 0 at EOF, -1 EAGAIN, -2 error. */
 static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_n)
@@ -670,13 +688,14 @@ static unsigned rx_once(struct iw_cm_id_int *id, struct rx_buf *b, ssize_t *out_
 	if (n == 0)
 		return rx_end(id, b, 0);
 	/* rxlock serialises the readers. A post after this answers it. */
-	atomic_store_explicit(&id->rx_seq, atomic_load_explicit(&id->rx_seq, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	bump(&id->rx_seq);
 	b->drained = (size_t)n < p.total;
 	/* In stream order, as read. Taken before the engine sees them (a
 	 * completed receive's buffer is the application's again). */
 	if (id->trace)
 		iw_trace_data(id->trace, IW_TRACE_RX, p.iov, p.iovcnt, (size_t)n);
+	if (b->poller)
+		poll_count(id, &p, (size_t)n);
 	return iw_conn_rx_feed(&id->conn, &p, (size_t)n);
 }
 
@@ -796,13 +815,32 @@ static void handback(struct iw_cm_id_int *id)
 
 /* ------------------------------------------------------------ polling */
 
+/* A large message is being placed and the engine guessed where its next
+ * segments go: read them ahead through one of the context's buffers (the
+ * stack buffer is too small for the gather area). Small messages never
+ * get here: a ping-pong keeps one recv per message into the stack. */
+static struct iw_poll_buf *poll_big(struct iw_cm_id_int *id, struct rx_buf *b)
+{
+	if (!iw_conn_rx_ahead(&id->conn))
+		return NULL;
+	struct iw_poll_buf *big = iw_poll_buf_take(id->pub.context->poll_bufs);
+	if (big) {
+		b->p = big->p;
+		b->cap = big->len;
+	}
+	return big;
+}
+
 /* A poller's reads (rxlock held): how many moved octets. */
 static unsigned poll_rx(struct iw_cm_id_int *id, unsigned *ev)
 {
 	uint8_t bounce[IW_POLL_BOUNCE];
 	struct rx_buf b = {.p = bounce, .cap = sizeof(bounce), .poller = true};
+	struct iw_poll_buf *big = NULL;
 	unsigned got = 0;
 	for (int i = 0; i < IW_POLL_BUDGET; i++) {
+		if (!big)
+			big = poll_big(id, &b);
 		ssize_t n;
 		*ev |= rx_once(id, &b, &n);
 		if (n <= 0)
@@ -811,6 +849,7 @@ static unsigned poll_rx(struct iw_cm_id_int *id, unsigned *ev)
 		if (b.drained || (*ev & IW_CONN_EV_LOOP))
 			break;
 	}
+	iw_poll_buf_give(big);
 	return got;
 }
 

@@ -102,6 +102,9 @@ struct iw_cm_id_int {
 	 * armed CQ gave the connection back to the loop, and the times a
 	 * full socket made an application thread wake the loop. */
 	atomic_uint dbg_pause_wakes, dbg_handbacks, dbg_tx_kicks;
+	/* ... and a poller's reads, and those of them that took octets of a
+	 * further segment read ahead (lib/io/poll_buf.h). */
+	atomic_uint dbg_poll_reads, dbg_poll_ahead;
 	/* Transmit coalescing (cm_batch.c). The writes (sendmsg calls that
 	 * moved octets, counted under txlock: tests read them too), and the
 	 * reads that moved octets (under rxlock): a post after one is an
