@@ -147,7 +147,10 @@ struct iw_context_attr {
 	/* Octets the loop reads from a socket at once into its receive
 	 * buffer (payloads placed directly in registered memory aside; see
 	 * iw_conn_opts.direct_min): 4096 to 16 MiB; 0 or no
-	 * IW_CONTEXT_ATTR_RX_BOUNCE: IW_RX_BOUNCE_LEN_DEFAULT. */
+	 * IW_CONTEXT_ATTR_RX_BOUNCE: IW_RX_BOUNCE_LEN_DEFAULT. With
+	 * IW_CONTEXT_POLL, also the size of the (at most four) buffers that
+	 * polling threads read large messages ahead into, allocated when
+	 * first needed. */
 	uint32_t rx_bounce_len;
 	/* Convenience mode only (base NULL): the CPUs the loop threads may
 	 * run on, a cpu_set_t of loop_cpuset_size octets as

@@ -245,7 +245,10 @@ unsigned iw_conn_poll_recv(struct iw_conn *c, size_t placed, const uint8_t *in, 
 /* Whether the next read may take further segments of a large message
  * ahead (the engine guessed where they go): a reader whose buffer is too
  * small for that (a poller's stack buffer) may take a larger one now. */
-bool iw_conn_rx_ahead(const struct iw_conn *c);
+static inline bool iw_conn_rx_ahead(const struct iw_conn *c)
+{
+	return c->rx_next.valid && c->rx_next.direct && c->rx_next.num_spec;
+}
 
 /* One read in iovecs (rx_plan.c), for the loop and for a poller alike:
  * iw_conn_rx_plan_iov fills it, the glue readv()s the iovecs (at most

@@ -70,11 +70,6 @@ static void plan_spec(struct iw_conn *c, struct iw_conn_rxp *p, uint8_t *bounce,
 	c->rx_planned = p->total;
 }
 
-bool iw_conn_rx_ahead(const struct iw_conn *c)
-{
-	return c->rx_next.valid && c->rx_next.direct && c->rx_next.num_spec;
-}
-
 void iw_conn_rx_plan_iov(struct iw_conn *c, struct iw_conn_rxp *p, uint8_t *bounce, size_t cap,
 			 bool poller, uint32_t direct_min)
 {
