@@ -344,6 +344,41 @@ START_TEST(test_spec_interleave)
 }
 END_TEST
 
+/* A peer writes, mid-Send, into the very receive its Send is filling, at
+ * a place read ahead for a later segment: an RDMA Write (14-octet header)
+ * where the Send's continuation (18) was guessed, so the Write's first 4
+ * octets sit in the gap read for that header. They must not be placed
+ * before the later guesses are gathered, or they overwrite stream octets
+ * read there (a CRC TERMINATE on a valid stream, misparsed without CRC).
+ * The Send's own later segment then lands over the Write, so the receive
+ * ends up holding the Send's data. */
+START_TEST(test_spec_write_into_recv)
+{
+	bool crc = _i & 1;
+	uint32_t at = 14 + (uint32_t)_i / 2; /* the Write follows segment `at` */
+	struct pair p;
+	spec_pair(&p, crc, false);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	size_t b_mpa = b->c.hs.tx_len;
+	p.mp.read_lim = SIZE_MAX;
+	struct big m = big_begin(&p, false, 25 * SEG, 21);
+	uint8_t w[64];
+	fill(w, sizeof(w), 99);
+	for (uint32_t k = 0; k < 25; k++) {
+		big_put(&p, &m, k * SEG, SEG);
+		if (k == at) /* into what a guess two segments on reads */
+			put_tagged(a, IW_OP_WRITE, b->mr->rkey, m.to + (at + 2) * SEG + 100, w,
+				   sizeof(w), true);
+	}
+	b->rs = (struct conn_read_stats){0};
+	settle(&p);
+	ck_assert_int_eq(decode(b, b_mpa, crc).terms, 0);
+	big_check(&p, &m);
+	ck_assert_uint_gt(b->rs.spec_reads, 0);
+	pair_free(&p);
+}
+END_TEST
+
 /* ------------------------------------------------ the sink goes away */
 
 #define INV_SIZE 131072
@@ -624,6 +659,7 @@ Suite *suite_conn_spec(void)
 	tcase_add_loop_test(tc, test_spec_longer_seg, 0, 4);
 	tcase_add_loop_test(tc, test_spec_all_hit, 0, 2);
 	tcase_add_loop_test(tc, test_spec_interleave, 0, 8);
+	tcase_add_loop_test(tc, test_spec_write_into_recv, 0, 16);
 	tcase_add_loop_test(tc, test_spec_invalidate, 0, 2 * INV_READS);
 	tcase_add_loop_test(tc, test_spec_dereg_busy, 0, 2);
 	tcase_add_test(tc, test_spec_mr_bound);

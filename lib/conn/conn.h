@@ -270,6 +270,7 @@ struct iw_conn_rxp {
 	size_t direct;    /* iov[0] is a direct offer of this many octets (0: none) */
 	unsigned num_spec;
 	uint8_t *gather;  /* where the octets after a wrong guess are copied */
+	uint8_t hold;     /* iw_qp_rx_spec.hold of the guesses */
 	bool poller;
 };
 /* bounce/cap: the reader's bounce buffer. poller: the iw_conn_poll_*

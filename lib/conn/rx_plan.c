@@ -65,6 +65,7 @@ static void plan_spec(struct iw_conn *c, struct iw_conn_rxp *p, uint8_t *bounce,
 	p->iov[2 * k + 1] = (struct iovec){slot + k * LOOK, LOOK};
 	p->iovcnt = (int)(2 * k + 2);
 	p->num_spec = k;
+	p->hold = c->rx_next.spec[0].hold;
 	p->gather = bounce;
 	p->total = p->direct + sum + LOOK;
 	c->rx_planned = p->total;
@@ -80,6 +81,7 @@ void iw_conn_rx_plan_iov(struct iw_conn *c, struct iw_conn_rxp *p, uint8_t *boun
 	p->poller = poller;
 	p->direct = d;
 	p->num_spec = 0;
+	p->hold = 0;
 	p->gather = NULL;
 	p->total = d + bcap;
 	p->iovcnt = 0;
@@ -103,15 +105,14 @@ static unsigned feed_plain(struct iw_conn *c, const struct iw_conn_rxp *p, size_
 	return iw_conn_recv_placed(c, take, in, n - take, &used);
 }
 
-/* A wrong guess at iov[i]: its first ok octets were right, everything
- * read after them (left octets from iov[i] on) goes to the gather area,
- * all of it before the engine sees any (placing them may overwrite the
- * guessed destinations), and in as stream octets. */
-static unsigned gather_feed(struct iw_conn *c, const struct iw_conn_rxp *p, int i, size_t ok,
-			    size_t left)
+/* Everything read from octet skip of iov[i] on (left octets from iov[i]
+ * on) into the gather area, all of it before the engine sees any (placing
+ * them may overwrite the guessed destinations), and in as stream octets
+ * after placed octets received in place. */
+static unsigned gather_from(struct iw_conn *c, const struct iw_conn_rxp *p, int i, size_t skip,
+			    size_t left, size_t placed)
 {
 	size_t len = 0;
-	size_t skip = ok;
 	for (; i < p->iovcnt && left; i++) {
 		size_t k = min_sz(left, p->iov[i].iov_len);
 		memcpy(p->gather + len, (const uint8_t *)p->iov[i].iov_base + skip, k - skip);
@@ -121,7 +122,36 @@ static unsigned gather_feed(struct iw_conn *c, const struct iw_conn_rxp *p, int 
 	}
 	struct iw_qp_status st;
 	c->rx_spec_missed++;
-	return iw_conn_rx_step(c, p->poller, ok, p->gather, len, &st);
+	return iw_conn_rx_step(c, p->poller, placed, p->gather, len, &st);
+}
+
+/* A wrong guess at iov[i]: its first ok octets were right. */
+static unsigned gather_feed(struct iw_conn *c, const struct iw_conn_rxp *p, int i, size_t ok,
+			    size_t left)
+{
+	return gather_from(c, p, i, ok, left, ok);
+}
+
+/* Gap i (g octets of it read, left from it on): the trailer and the next
+ * header. Its last p->hold octets go in only while that header is still
+ * incomplete: a shorter one (a tagged segment where the continuation
+ * was guessed) has its first payload octets there, which the engine would
+ * place at once, maybe over later guesses not yet gathered (a peer
+ * writing into the very receive its Send fills). *wrong: they went the
+ * gather way with everything after them. */
+static unsigned feed_gap(struct iw_conn *c, const struct iw_conn_rxp *p, int i, size_t g,
+			 size_t left, size_t placed, struct iw_qp_status *st, bool *wrong)
+{
+	const uint8_t *in = p->iov[i].iov_base;
+	size_t hold = g == p->iov[i].iov_len ? p->hold : 0;
+	*wrong = false;
+	if (!hold)
+		return iw_conn_rx_step(c, p->poller, placed, in, g, st);
+	unsigned ev = iw_conn_rx_step(c, p->poller, placed, in, g - hold, st);
+	if (!st->in_payload || st->err)
+		return ev | iw_conn_rx_step(c, p->poller, 0, in + g - hold, hold, st);
+	*wrong = true;
+	return ev | gather_from(c, p, i, g - hold, left, 0);
 }
 
 /* How many octets read into guess g the engine takes as its payload:
@@ -156,8 +186,11 @@ static unsigned feed_spec(struct iw_conn *c, const struct iw_conn_rxp *p, size_t
 	unsigned ev = 0;
 	for (int i = 1;; i += 2) {
 		size_t g = min_sz(left, p->iov[i].iov_len);
+		bool wrong;
+		ev |= feed_gap(c, p, i, g, left, placed, &st, &wrong);
+		if (wrong)
+			return ev;
 		left -= g;
-		ev |= iw_conn_rx_step(c, p->poller, placed, p->iov[i].iov_base, g, &st);
 		c->rx_planned = SIZE_MAX;
 		if (!left || i + 1 >= p->iovcnt)
 			break;

@@ -54,6 +54,11 @@ struct iw_qp_rx_spec {
 	uint32_t gap;
 	uint32_t len;
 	uint8_t *dst;
+	/* The last hold octets of the gap are payload if the next header
+	 * comes shorter than guessed (a tagged one, 14 octets, where an
+	 * untagged continuation, 18, was guessed): the connection feeds
+	 * them only once the engine is still inside that header. */
+	uint8_t hold;
 };
 
 /* What the engine says after a locked step (rx_batch, poll). */
@@ -68,6 +73,7 @@ struct iw_qp_status {
 	size_t direct;
 	uint8_t *direct_dst;
 	uint32_t seg_len;
+	bool in_payload; /* rx_batch only: the decoder is inside a payload */
 	/* rx_batch only: the predicted pieces after the direct offer, which
 	 * then ends its segment (0: none). */
 	unsigned num_spec;

@@ -748,6 +748,7 @@ int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_q
 		rx_locked(qp, b->in, b->len);
 	st->direct = direct_locked(qp, &st->direct_dst);
 	st->seg_len = qp->frx.seg.payload_len;
+	st->in_payload = iw_fpdu_rx_direct_len(&qp->frx) > 0;
 	st->num_spec = iw_qp_rx_spec_locked(qp, st->direct, st->direct_dst, st->spec);
 	iw_qp_status_locked(qp, st);
 	iw_qp_unlock(qp);

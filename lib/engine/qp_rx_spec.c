@@ -94,7 +94,8 @@ static unsigned spec_send(struct iw_qp *qp, const uint8_t *end, struct iw_qp_rx_
 		uint64_t span = iw_rwqe_span(qp->in.rwqe, off, &dst);
 		if (span < seg || dst < end)
 			break;
-		sp[k++] = (struct iw_qp_rx_spec){.gap = gap_after(qp, ulpdu), .len = seg, .dst = dst};
+		sp[k++] = (struct iw_qp_rx_spec){.gap = gap_after(qp, ulpdu), .len = seg, .dst = dst,
+						 .hold = (uint8_t)(s->raw_hdr_len - IW_DDP_TAGGED_HDR_LEN)};
 		off += seg;
 		end = dst + seg;
 	}
