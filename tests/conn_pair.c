@@ -313,6 +313,8 @@ struct decoded decode(const struct side *s, size_t from, bool crc)
 			continue;
 		d.nseg++;
 		const struct iw_ddp_seg *g = ev.seg;
+		if (g->ulpdu_len > d.max_ulpdu)
+			d.max_ulpdu = g->ulpdu_len;
 		unsigned op = iw_ddp_opcode(&g->ddp);
 		d.last_op = op;
 		if (op == IW_OP_WRITE && iw_ddp_tagged(&g->ddp) && g->payload_len == 0 &&

@@ -67,9 +67,10 @@ struct pair {
 };
 
 /* FPDUs in s's log after its MPA frame: count, zero-length Writes with
- * STag 1 (wake-ups), TERMINATEs and the offset where the last one ends. */
+ * STag 1 (wake-ups), TERMINATEs, the longest ULPDU and the last opcode. */
 struct decoded {
 	int nseg, wakes, terms;
+	unsigned max_ulpdu;
 	uint16_t term;
 	unsigned last_op;
 };

@@ -69,6 +69,41 @@ START_TEST(test_exchange)
 }
 END_TEST
 
+/* An RDMA Write of 60000 octets from a: the longest ULPDU a framed. */
+static unsigned mss_write(struct pair *p, uint64_t id)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	size_t from = a->log.len;
+	fill(a->buf, 60000, (unsigned)id);
+	post(a, id, IW_WR_RDMA_WRITE, 0, 60000, (uintptr_t)(b->buf + SINK_OFF), b->mr->rkey);
+	settle(p);
+	expect_wc(a, id, IW_WC_SUCCESS);
+	ck_assert_mem_eq(b->buf + SINK_OFF, a->buf, 60000);
+	return decode(a, from, true).max_ulpdu;
+}
+
+/* The MSS the glue sees moves (on loopback it doubles once the window
+ * grew; a path MTU change lowers it): the FPDUs framed after
+ * iw_conn_mss fit the new one, down or up; before the data phase, and for
+ * an MSS of 0 (unknown), nothing changes. */
+START_TEST(test_mss_live)
+{
+	struct pair p;
+	pair_new(&p, MP_DIRECT);
+	struct side *a = &p.s[0];
+	iw_conn_mss(&a->c, 8000);
+	establish(&p);
+	ck_assert_uint_eq(mss_write(&p, 1), iw_mpa_mulpdu(16384, false));
+	iw_conn_mss(&a->c, 8000);
+	ck_assert_uint_eq(mss_write(&p, 2), iw_mpa_mulpdu(8000, false));
+	iw_conn_mss(&a->c, 0);
+	ck_assert_uint_eq(mss_write(&p, 3), iw_mpa_mulpdu(8000, false));
+	iw_conn_mss(&a->c, 40002);
+	ck_assert_uint_eq(mss_write(&p, 4), iw_mpa_mulpdu(40002, false));
+	pair_free(&p);
+}
+END_TEST
+
 /* The octets after the Reply in the same read are the first FPDUs, and
  * they reach the QP in that very call. */
 /* The Send of test_plan_*, wr_id 10 into receive 1, was fed to B by
@@ -1043,6 +1078,7 @@ Suite *suite_conn(void)
 	tcase_add_test(tc, test_terminate_then_fin);
 	tcase_add_loop_test(tc, test_bad_reply_terminate, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_reject);
+	tcase_add_test(tc, test_mss_live);
 	tcase_add_test(tc, test_request_trailing);
 	tcase_add_test(tc, test_conn_opts_api);
 	tcase_add_test(tc, test_conn_sockopts_api);

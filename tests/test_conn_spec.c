@@ -651,6 +651,83 @@ START_TEST(test_spec_window)
 }
 END_TEST
 
+/* ------------------------------------------------ a Write's short tail */
+
+#define TW_SEG 40000 /* longer than the bounce buffer's reads */
+#define TW_LEN (3 * TW_SEG + 300) /* ends in a 300-octet segment */
+#define TW_STRIDE 131072
+#define TW_EQ 5 /* equal Writes after the first */
+
+/* A Write of len octets from a's buffer at src_off, cut every TW_SEG
+ * octets, into b's sink area at slot k. */
+static void tail_write(struct pair *p, unsigned k, size_t src_off, uint32_t len)
+{
+	struct side *a = &p->s[0], *b = &p->s[1];
+	uint64_t to = (uintptr_t)(b->buf + SINK_OFF + (size_t)k * TW_STRIDE);
+	for (uint32_t off = 0; off < len; off += TW_SEG) {
+		uint32_t n = len - off < TW_SEG ? len - off : TW_SEG;
+		put_tagged(a, IW_OP_WRITE, b->mr->rkey, to + off, a->buf + src_off + off, n,
+			   off + n == len);
+	}
+}
+
+static void tail_check(struct pair *p, unsigned k, size_t src_off, uint32_t len)
+{
+	const uint8_t *at = p->s[1].buf + SINK_OFF + (size_t)k * TW_STRIDE;
+	ck_assert_mem_eq(at, p->s[0].buf + src_off, len);
+	guard_intact(at + len, TW_STRIDE - len);
+}
+
+/* Equal Writes whose last segment is short (a peer cutting at its
+ * MULPDU): once one Write has shown the length, the read that takes a
+ * Write's next-to-last payload takes the tail, its trailer and the next
+ * header too: one read per segment but the tail, where each tail cost a
+ * read of its own. Then Writes that break the pattern (a longer tail, a
+ * shorter one, no tail at all, a Send right after), CRC on and off: the
+ * guessed read only goes to the bounce buffer, so every octet still lands
+ * where its own header says, and nothing else moves. */
+START_TEST(test_spec_write_tail)
+{
+	bool crc = _i & 1;
+	struct pair p;
+	spec_pair(&p, crc, false);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	size_t b_mpa = b->c.hs.tx_len;
+	/* Reads no longer than a segment and its neighbours' headers: a
+	 * read between messages takes no whole Write into the bounce. */
+	p.mp.read_lim = TW_SEG + 1000;
+	memset(b->buf + SINK_OFF, GUARD, (TW_EQ + 8) * TW_STRIDE);
+	fill(a->buf, 4 * TW_LEN, 41 + (unsigned)_i);
+	tail_write(&p, 0, 0, TW_LEN);
+	settle(&p);
+	b->rs = (struct conn_read_stats){0};
+	for (unsigned k = 1; k <= TW_EQ; k++)
+		tail_write(&p, k, (size_t)k * 100, TW_LEN);
+	settle(&p);
+	/* 3 reads a Write (the first read before a header); 4 when each
+	 * tail took a read of its own. */
+	ck_assert_uint_le(b->rs.reads, TW_EQ * 3 + 1);
+	for (unsigned k = 0; k <= TW_EQ; k++)
+		tail_check(&p, k, (size_t)k * 100, TW_LEN);
+	/* The pattern broken (and once resumed), then a Send. */
+	static const uint32_t odd[] = {TW_LEN + 500, 3 * TW_SEG + 20, 3 * TW_SEG, 2 * TW_SEG + 7,
+				       TW_LEN, 3 * TW_SEG + 1500};
+	unsigned n = sizeof(odd) / sizeof(odd[0]);
+	for (unsigned k = 0; k < n; k++)
+		tail_write(&p, TW_EQ + 1 + k, 1000 + k, odd[k]);
+	post_recv(b, 30, SINK_OFF + (TW_EQ + 7) * TW_STRIDE, TW_STRIDE);
+	post(a, 31, IW_WR_SEND, 3000, 2000, 0, 0);
+	settle(&p);
+	expect_wc(a, 31, IW_WC_SUCCESS);
+	expect_recv(b, 30, 2000);
+	ck_assert_mem_eq(b->buf + SINK_OFF + (TW_EQ + 7) * TW_STRIDE, a->buf + 3000, 2000);
+	for (unsigned k = 0; k < n; k++)
+		tail_check(&p, TW_EQ + 1 + k, 1000 + k, odd[k]);
+	ck_assert_int_eq(decode(b, b_mpa, crc).terms, 0);
+	pair_free(&p);
+}
+END_TEST
+
 Suite *suite_conn_spec(void)
 {
 	Suite *s = suite_create("conn_spec");
@@ -664,6 +741,7 @@ Suite *suite_conn_spec(void)
 	tcase_add_loop_test(tc, test_spec_dereg_busy, 0, 2);
 	tcase_add_test(tc, test_spec_mr_bound);
 	tcase_add_test(tc, test_spec_window);
+	tcase_add_loop_test(tc, test_spec_write_tail, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

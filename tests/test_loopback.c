@@ -45,6 +45,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1066,6 +1067,32 @@ START_TEST(test_ops_matrix)
 END_TEST
 
 /* 64 MiB Write and Read: _i 0 CRC on and no markers, 1 markers both ways. */
+/* x's MSS as its connection last looked (txlock, as the writers) and the
+ * largest ULPDU its QP frames now (the QP's lock). */
+static uint32_t mss_seen(struct lb_conn *x, uint32_t *mulpdu)
+{
+	struct iw_cm_id_int *id = iw_cm_id_int(x->id);
+	pthread_mutex_lock(&id->txlock);
+	uint32_t m = id->conn.mss;
+	pthread_mutex_unlock(&id->txlock);
+	iw_qp_lock(x->qp);
+	*mulpdu = x->qp->conn.mulpdu;
+	iw_qp_unlock(x->qp);
+	return m;
+}
+
+static uint32_t mss_live(struct lb_conn *x)
+{
+	int mss = 0;
+	socklen_t l = sizeof(mss);
+	ck_assert_int_eq(getsockopt(iw_cm_id_int(x->id)->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l), 0);
+	return (uint32_t)mss;
+}
+
+/* Then the FPDUs follow the live MSS: on loopback TCP caps it at half the
+ * largest window the peer offered, 32741 at first; once the window grew
+ * it is 65483, and the writer's FPDUs (each no longer than one segment,
+ * RFC 5044) grow with it, halving their count. */
 START_TEST(test_ops_64m)
 {
 	struct lb_env e;
@@ -1083,7 +1110,12 @@ START_TEST(test_ops_64m)
 	struct lb_end ce, se;
 	end_init(&ce, &c, 64 * MIB, "client");
 	end_init(&se, &s, 64 * MIB, "server");
+	uint32_t mulpdu, first = mss_seen(&c, &mulpdu);
 	xfer(&ce, &se, OP_WRITE, 64 * MIB, 7);
+	uint32_t now = mss_seen(&c, &mulpdu);
+	ck_assert_uint_eq(now, mss_live(&c));
+	ck_assert_msg(now > first, "MSS %u at first, %u after 64 MiB", first, now);
+	ck_assert_uint_eq(mulpdu, iw_mpa_mulpdu(now, _i == 1));
 	xfer(&ce, &se, OP_READ, 64 * MIB, 8);
 	pair_ends_fini(&e, &c, &s, &ce, &se);
 }

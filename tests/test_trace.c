@@ -18,6 +18,7 @@
  *             queue is dropped and counted, shown as a gap, and noted;
  *             RST on an abortive close; both ends of one connection in one
  *             tracer are traced once.
+ *   mss_follow  segments follow the socket's MSS as it moves.
  *   tx_copy   transmits copied before sendmsg: a change after the copy
  *             does not show, octets the kernel took beyond it do.
  *   dribble   octets handed over in records that end a few octets into
@@ -652,6 +653,57 @@ START_TEST(queue)
 }
 END_TEST
 
+/* A tracer as o says, and in it one connection we opened, from
+ * 192.0.2.1:40000 to :50000, with that MSS. */
+static struct iw_trace_conn *lone_conn(const struct iw_trace_opts *o, struct iw_trace **t,
+				       uint32_t mss)
+{
+	ck_assert_int_eq(iw_trace_new(t, o), 0);
+	struct sockaddr_in me, peer;
+	sin4(&me, 40000);
+	sin4(&peer, 50000);
+	struct iw_trace_conn *c = iw_trace_conn_new(*t, (void *)&me, (void *)&peer, true, mss);
+	ck_assert_ptr_nonnull(c);
+	return c;
+}
+
+/* The socket's MSS moves (iw_trace_conn_mss): octets queued after that go
+ * in segments of the new size, those queued before keep the old one,
+ * however late the writer gets to them (it is held here until the end). */
+START_TEST(mss_follow)
+{
+	char p[300];
+	static uint8_t data[16384];
+	tmp_init();
+	tmp_path(p, sizeof(p), "mss.pcap");
+	struct iw_trace_opts o = {.path = p, .queue_bytes = 1u << 20, .paused = true};
+	struct iw_trace *t;
+	struct iw_trace_conn *c = lone_conn(&o, &t, 1460);
+	fill(data, sizeof(data), 9);
+	struct iovec v = {data, sizeof(data)};
+	iw_trace_data(c, IW_TRACE_TX, &v, 1, sizeof(data));
+	iw_trace_conn_mss(c, 4000);
+	iw_trace_data(c, IW_TRACE_TX, &v, 1, sizeof(data));
+	iw_trace_conn_mss(NULL, 4000);
+	iw_trace_conn_end(c, false);
+	struct iw_trace_stats st;
+	iw_trace_free(t, &st);
+	static struct rt_capture cap;
+	ck_assert_msg(rt_read(&cap, p) == 0, "%s", cap.why);
+	ck_assert_msg(cap.problems == 0, "%s", cap.why);
+	ck_assert_int_eq(cap.num_conns, 1);
+	const struct rt_dir *d = &cap.conn[0].dir[0];
+	ck_assert_uint_eq(d->len, 2 * sizeof(data));
+	ck_assert(!memcmp(d->data + sizeof(data), data, sizeof(data)));
+	/* 16384 = 11 x 1460 + 324, then 4 x 4000 + 384. */
+	ck_assert_uint_eq(d->segs, 12 + 5);
+	for (unsigned i = 0; i < d->segs; i++)
+		ck_assert_uint_le(d->seg[i].len, i < 12 ? 1460 : 4000);
+	rt_free(&cap);
+	tmp_fini();
+}
+END_TEST
+
 /* Transmits traced around sendmsg: the copy is taken before the octets go
  * out (a change made after that does not show), and what the kernel took
  * beyond the copy is taken from the iovecs afterwards. */
@@ -663,12 +715,7 @@ START_TEST(tx_copy)
 	tmp_path(p, sizeof(p), "tx.pcap");
 	struct iw_trace_opts o = {.path = p, .queue_bytes = 1 << 20};
 	struct iw_trace *t;
-	ck_assert_int_eq(iw_trace_new(&t, &o), 0);
-	struct sockaddr_in me, peer;
-	sin4(&me, 40000);
-	sin4(&peer, 50000);
-	struct iw_trace_conn *c = iw_trace_conn_new(t, (void *)&me, (void *)&peer, true, 0);
-	ck_assert_ptr_nonnull(c);
+	struct iw_trace_conn *c = lone_conn(&o, &t, 0);
 	fill(a, sizeof(a), 1);
 	fill(b, sizeof(b), 2);
 	fill(c3, sizeof(c3), 3);
@@ -908,6 +955,7 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, queue);
 	tcase_add_test(tc, tx_copy);
 	tcase_add_test(tc, dribble);
+	tcase_add_test(tc, mss_follow);
 	tcase_add_test(tc, exit_drains);
 	tcase_add_test(tc, ipv6_one_context);
 	tcase_add_test(tc, wake);

@@ -370,12 +370,14 @@ static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t 
 	if (c->res.markers_rx)
 		return 0;
 	uint32_t seg_len = 0;
+	uint32_t tail = 0;
 	size_t d;
 	if (c->rx_next.valid) {
 		/* A busy poller plans every read: a lock round trip saved. */
 		d = c->rx_next.direct;
 		*dst = c->rx_next.dst;
 		seg_len = c->rx_next.seg_len;
+		tail = c->rx_next.tail;
 	} else {
 		d = c->ops->rx_direct(c->qp, dst, &seg_len);
 	}
@@ -406,8 +408,16 @@ static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t 
 	 * bounce buffer it took a system call per RX_LOOKAHEAD octets), and
 	 * the bounce buffer takes only the trailer and the next header, so
 	 * that the next payload lands in place too instead of being copied. */
-	if (*cap > RX_LOOKAHEAD)
-		*cap = RX_LOOKAHEAD;
+	size_t ahead = RX_LOOKAHEAD;
+	if (tail && tail < direct_min && d)
+		/* The message most likely ends in a short segment next (a
+		 * Write of 65536 octets cut at MULPDU ends in 76): it comes
+		 * with this read, its trailer and the next header too,
+		 * instead of costing a read of its own. A wrong guess costs
+		 * at most a copy of that much of a longer segment. */
+		ahead += tail + RX_LOOKAHEAD;
+	if (*cap > ahead)
+		*cap = ahead;
 	if (!d)
 		*dst = NULL;
 	return d;
@@ -429,6 +439,7 @@ static void rx_batch(struct iw_conn *c, size_t placed, const uint8_t *in, size_t
 	c->rx_next.direct = st->direct;
 	c->rx_next.dst = st->direct_dst;
 	c->rx_next.seg_len = st->seg_len;
+	c->rx_next.tail = st->tail;
 	c->rx_next.num_spec = st->num_spec;
 	memcpy(c->rx_next.spec, st->spec, st->num_spec * sizeof(st->spec[0]));
 }
@@ -680,6 +691,16 @@ int iw_conn_tx_sent_iov(struct iw_conn *c, size_t n, struct iovec *iov, int cap,
 bool iw_conn_tx_shared(const struct iw_conn *c)
 {
 	return atomic_load_explicit(&c->tx_engine, memory_order_acquire);
+}
+
+void iw_conn_mss(struct iw_conn *c, uint32_t mss)
+{
+	/* Before the data phase start_qp takes c->mss as it is then. */
+	if (!mss || mss == c->mss || !iw_conn_tx_shared(c))
+		return;
+	c->mss = mss;
+	if (c->ops->set_mulpdu)
+		c->ops->set_mulpdu(c->qp, iw_mpa_mulpdu(mss, c->res.markers_tx));
 }
 
 int iw_conn_tx_stage(struct iw_conn *c, uint32_t *msgs, size_t *bytes)

@@ -151,6 +151,7 @@ struct iw_conn {
 		size_t direct;
 		uint8_t *dst;
 		uint32_t seg_len;
+		uint32_t tail; /* iw_qp_status.tail */
 		/* The engine's read-ahead guesses after dst (rx_plan.c). */
 		unsigned num_spec;
 		struct iw_qp_rx_spec spec[IW_QP_RX_SPEC_MAX];
@@ -295,6 +296,10 @@ unsigned iw_conn_tx_sent(struct iw_conn *c, size_t n);
  * phase one locked step of the engine instead of two. */
 int iw_conn_tx_sent_iov(struct iw_conn *c, size_t n, struct iovec *iov, int cap, unsigned *ev);
 bool iw_conn_tx_shared(const struct iw_conn *c);
+/* The socket's MSS as it is now (0: unknown), from whoever writes (the
+ * transmit's writer, serialised): in the data phase a change resizes the
+ * FPDUs framed from now on (RFC 5044: each fits the current EMSS). */
+void iw_conn_mss(struct iw_conn *c, uint32_t mss);
 /* Data phase, any thread: frame what the QP may send without writing it
  * (iw_qp_link_ops.tx_stage). 0 with the messages and octets waiting
  * unwritten; non-zero: write now instead (not in the data phase, closed,

@@ -58,6 +58,7 @@ struct rec_hdr {
 	uint64_t skip;  /* octets of this direction dropped just before these */
 	uint32_t space; /* payload octets reserved after the header */
 	uint32_t len;   /* of which the record holds (len <= space) */
+	uint32_t mss;   /* the socket's MSS when they were queued */
 	uint8_t kind;   /* enum rec_kind */
 	uint8_t dir;    /* enum iw_trace_dir */
 	bool pending;   /* reserved by iw_trace_tx_begin, not yet ended */
@@ -91,7 +92,7 @@ struct iw_trace_conn {
 	/* Fixed at creation. */
 	struct sockaddr_storage local, peer;
 	bool initiator;
-	uint32_t mss;
+	uint32_t mss; /* the handshake's */
 	uint32_t isn_local, isn_peer;
 	uint64_t open_ns;
 	/* Producers' part, under t->lock. */
@@ -102,6 +103,7 @@ struct iw_trace_conn {
 	bool fin_seen[2];                  /* by enum iw_trace_dir */
 	bool abortive;
 	uint64_t end_pos, end_ns;
+	uint32_t mss_now;                  /* the socket's, as last told */
 	/* The writer thread's alone. */
 	struct iw_pcapw_flow flow;
 	bool opened, broken;
@@ -394,7 +396,7 @@ static uint64_t enqueue(struct iw_trace *t, struct iw_trace_conn *c, enum rec_ki
 		return UINT64_MAX;
 	}
 	struct rec_hdr h = {.conn = c, .ts_ns = now_ns(), .skip = c->skip[dir],
-			    .space = (uint32_t)len, .len = (uint32_t)len,
+			    .space = (uint32_t)len, .len = (uint32_t)len, .mss = c->mss_now,
 			    .kind = (uint8_t)kind, .dir = (uint8_t)dir, .pending = pending};
 	uint64_t pos = t->head;
 	c->skip[dir] = 0;
@@ -450,6 +452,20 @@ static uint32_t make_isn(struct iw_trace *t)
 	return (uint32_t)x;
 }
 
+static uint32_t clamp_mss(uint32_t mss)
+{
+	return mss == 0 ? IW_PCAPW_DEFAULT_MSS : mss > IW_PCAPW_MAX_MSS ? IW_PCAPW_MAX_MSS : mss;
+}
+
+void iw_trace_conn_mss(struct iw_trace_conn *c, uint32_t mss)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->t->lock);
+	c->mss_now = clamp_mss(mss);
+	pthread_mutex_unlock(&c->t->lock);
+}
+
 struct iw_trace_conn *iw_trace_conn_new(struct iw_trace *t, const struct sockaddr *local,
 					const struct sockaddr *peer, bool initiator, uint32_t mss)
 {
@@ -464,7 +480,7 @@ struct iw_trace_conn *iw_trace_conn_new(struct iw_trace *t, const struct sockadd
 	}
 	c->t = t;
 	c->initiator = initiator;
-	c->mss = mss == 0 ? IW_PCAPW_DEFAULT_MSS : mss > IW_PCAPW_MAX_MSS ? IW_PCAPW_MAX_MSS : mss;
+	c->mss = c->mss_now = clamp_mss(mss);
 	pthread_mutex_lock(&t->lock);
 	if (other_end_traced(t, c)) {
 		pthread_mutex_unlock(&t->lock);
@@ -764,7 +780,11 @@ static void write_data(struct iw_trace *t, struct iw_trace_conn *c, const struct
 		c->cut[s].off = true;
 	}
 	c->flow.ep[s].nxt += (uint32_t)h->skip;
-	size_t fit = fitting(t, h->len, c->mss);
+	/* The FPDUs follow the live MSS (lib/io/cm_conn.c, mss_look): so do
+	 * the segments, each FPDU in one, as on the wire. The handshake's
+	 * MSS option keeps the first value. */
+	c->flow.mss = h->mss;
+	size_t fit = fitting(t, h->len, h->mss);
 	if (fit < h->len) {
 		/* The cap is reached: keep what fits, then stop for good. */
 		t->capped = true;

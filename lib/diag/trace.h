@@ -102,6 +102,10 @@ enum iw_trace_dir { IW_TRACE_TX = 0, IW_TRACE_RX = 1 };
 struct iw_trace_conn *iw_trace_conn_new(struct iw_trace *t, const struct sockaddr *local,
 					const struct sockaddr *peer, bool initiator, uint32_t mss);
 
+/* The socket's MSS moved (any thread; NULL-safe): the octets the writer
+ * frames from now on go in segments of at most mss. */
+void iw_trace_conn_mss(struct iw_trace_conn *c, uint32_t mss);
+
 /* len octets went out (TX) or came in (RX), taken from the front of iov.
  * Never blocks on I/O. For octets that went out from memory the
  * application owns, iw_trace_tx_begin/end instead. */

@@ -285,6 +285,14 @@ struct iw_qp {
 		bool held;            /* the segment goes to hold.tail (in.dst) */
 		struct iw_irqe irqe;  /* Read Request / atomic validated, queued at its end */
 	} in;
+	/* Inbound RDMA Writes, for the read plan only (iw_qp_status.tail):
+	 * the tagged offset the one in progress began at, and the length of
+	 * the last one that ended (0: none yet). */
+	struct {
+		bool in_msg;
+		uint64_t start;
+		uint64_t last_len;
+	} rx_wr;
 
 	/* Messages held for receives not posted yet, oldest first (qp_recv.c);
 	 * bounded by max_num messages and max_bytes allocated octets. */
@@ -380,6 +388,8 @@ int iw_qp_tx_stage(struct iw_qp *qp, uint32_t *out_msgs, size_t *out_bytes);
  * makes a peer that left earlier FPDUs unread look at its socket again
  * (iw_mpa_opts.wake_ms). Ignored unless the QP is connected and in RTS. */
 void iw_qp_wake(struct iw_qp *qp);
+/* Segments framed from now on carry at most mulpdu octets of ULPDU. */
+void iw_qp_set_mulpdu(struct iw_qp *qp, uint32_t mulpdu);
 unsigned iw_qp_take_events(struct iw_qp *qp);
 /* The link's locked steps (qp_link.h): one receive batch, and the
  * QP's events and state taken under one lock. */

@@ -33,6 +33,7 @@ const struct iw_qp_link_ops iw_qp_link_ops = {
 	.tx_sent_iov = iw_qp_tx_sent_iov,
 	.tx_stage = iw_qp_tx_stage,
 	.in_err = link_in_err,
+	.set_mulpdu = iw_qp_set_mulpdu,
 	.wake = iw_qp_wake,
 	.set_err = link_set_err,
 	.conn_lost = iw_qp_conn_lost,

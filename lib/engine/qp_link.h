@@ -74,6 +74,10 @@ struct iw_qp_status {
 	uint8_t *direct_dst;
 	uint32_t seg_len;
 	bool in_payload; /* rx_batch only: the decoder is inside a payload */
+	/* rx_batch only: an RDMA Write's payload with L clear, whose message
+	 * will end in one more segment of this many octets if it is as long
+	 * as the last Write (0: no such guess). A hint, never trusted. */
+	uint32_t tail;
 	/* rx_batch only: the predicted pieces after the direct offer, which
 	 * then ends its segment (0: none). */
 	unsigned num_spec;
@@ -111,6 +115,9 @@ struct iw_qp_link_ops {
 	int (*tx_stage)(struct iw_qp *qp, uint32_t *msgs, size_t *bytes);
 	/* Takes no lock (any thread, after a write): the QP is in ERR. */
 	bool (*in_err)(struct iw_qp *qp);
+	/* The live MSS changed: the largest ULPDU to frame from now on.
+	 * NULL: kept as start gave it. */
+	void (*set_mulpdu)(struct iw_qp *qp, uint32_t mulpdu);
 	/* A zero-length RDMA Write at the next message boundary (siw wake-up). */
 	void (*wake)(struct iw_qp *qp);
 	/* Local disconnect: move to ERR (the queued octets still go out). */

@@ -106,6 +106,20 @@ static void orq_retired(struct iw_qp *qp)
 
 /* ------------------------------------------------------------ headers */
 
+/* Where the Write began, and at its last segment its length (a hint for
+ * the read plan: write_tail). */
+static void track_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
+{
+	if (!qp->rx_wr.in_msg) {
+		qp->rx_wr.in_msg = true;
+		qp->rx_wr.start = s->ddp.to;
+	}
+	if (iw_ddp_last(&s->ddp)) {
+		qp->rx_wr.in_msg = false;
+		qp->rx_wr.last_len = s->ddp.to + s->payload_len - qp->rx_wr.start;
+	}
+}
+
 static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	if (s->payload_len == 0) {
@@ -113,6 +127,7 @@ static uint16_t hdr_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
 		qp->in.skip = true;
 		return 0;
 	}
+	track_write(qp, s);
 	return iw_mem_check_remote(&qp->context->mem, &qp->mreq, s->ddp.stag, s->ddp.to,
 				   s->payload_len, IW_MEM_REMOTE_WRITE, IW_MEM_BY_DDP, &qp->in.mr,
 				   &qp->in.dst);
@@ -737,6 +752,21 @@ void iw_qp_status_locked(struct iw_qp *qp, struct iw_qp_status *st)
 	st->tx_pending = iw_qp_tx_pending_locked(qp);
 }
 
+/* Peers cut a Write at their MULPDU, so a stream of equal Writes (an
+ * application's fixed I/O size) ends each in the same short segment: its
+ * length, if the Write in progress is as long as the last one and ends in
+ * the segment after this one. */
+static uint32_t write_tail(const struct iw_qp *qp)
+{
+	const struct iw_ddp_seg *s = &qp->frx.seg;
+	if (qp->in.op != IW_OP_WRITE || iw_ddp_last(&s->ddp) || !qp->rx_wr.in_msg)
+		return 0;
+	uint64_t end = s->ddp.to + s->payload_len - qp->rx_wr.start;
+	if (end >= qp->rx_wr.last_len || qp->rx_wr.last_len - end > s->payload_len)
+		return 0;
+	return (uint32_t)(qp->rx_wr.last_len - end);
+}
+
 int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st)
 {
 	int rc = 0;
@@ -749,6 +779,7 @@ int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_q
 	st->direct = direct_locked(qp, &st->direct_dst);
 	st->seg_len = qp->frx.seg.payload_len;
 	st->in_payload = iw_fpdu_rx_direct_len(&qp->frx) > 0;
+	st->tail = st->in_payload ? write_tail(qp) : 0;
 	st->num_spec = iw_qp_rx_spec_locked(qp, st->direct, st->direct_dst, st->spec);
 	iw_qp_status_locked(qp, st);
 	iw_qp_unlock(qp);

@@ -114,6 +114,17 @@ void iw_qp_wake(struct iw_qp *qp)
 
 /* ------------------------------------------------------------ IRQ */
 
+/* The MSS moved (the connection looks again now and then: on loopback it
+ * doubles once the peer's window has grown; a path MTU change shrinks
+ * it). Segments framed from now on fit the new size; a message half cut
+ * goes on with it, since each FPDU only has to fit the MSS of its time. */
+void iw_qp_set_mulpdu(struct iw_qp *qp, uint32_t mulpdu)
+{
+	iw_qp_lock(qp);
+	qp->conn.mulpdu = mulpdu;
+	iw_qp_unlock(qp);
+}
+
 static uint32_t max_payload(const struct iw_qp *qp, size_t hdr_len)
 {
 	return qp->conn.mulpdu > hdr_len ? qp->conn.mulpdu - (uint32_t)hdr_len : 1;

@@ -317,6 +317,21 @@ static ssize_t sendmsg_traced(struct iw_cm_id_int *id, struct msghdr *m)
 	return w;
 }
 
+/* After write number w (txlock held): the MSS may have moved. TCP caps
+ * it at half the largest window the peer offered, so on loopback it is
+ * 32741 at first and 65483 once the window grew (twice the FPDUs, twice
+ * the reads at the receiver, if it stayed); a path MTU change lowers it.
+ * Looked at often in the first writes, then every 1024th (a system call). */
+static void mss_look(struct iw_cm_id_int *id, unsigned w)
+{
+	if ((w & (w - 1)) && w % 1024)
+		return;
+	uint32_t mss = live_mss(id->fd);
+	iw_conn_mss(&id->conn, mss);
+	if (id->trace && mss)
+		iw_trace_conn_mss(id->trace, mss);
+}
+
 /* 0: all written; 1: the socket is full; -errno: the connection failed.
  * Events from what was written (a Reply out) are added to *ev. */
 static int write_loop(struct iw_cm_id_int *id, unsigned *ev)
@@ -337,9 +352,9 @@ static int write_loop(struct iw_cm_id_int *id, unsigned *ev)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -sock_err(id, errno);
 		}
 		/* txlock serialises the writers: no locked add needed. */
-		atomic_store_explicit(&id->tx_writes,
-				      atomic_load_explicit(&id->tx_writes, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		unsigned nw = atomic_load_explicit(&id->tx_writes, memory_order_relaxed) + 1;
+		atomic_store_explicit(&id->tx_writes, nw, memory_order_relaxed);
+		mss_look(id, nw);
 		n = iw_conn_tx_sent_iov(&id->conn, (size_t)w, iov, IW_TX_IOV, ev);
 	}
 	return n;
