@@ -651,47 +651,69 @@ START_TEST(test_spec_window)
 }
 END_TEST
 
-/* ------------------------------------------------ a Write's short tail */
+/* ----------------------------------------- a Write's or a Send's short tail */
 
 #define TW_SEG 40000 /* longer than the bounce buffer's reads */
 #define TW_LEN (3 * TW_SEG + 300) /* ends in a 300-octet segment */
 #define TW_STRIDE 131072
-#define TW_EQ 5 /* equal Writes after the first */
+#define TW_EQ 5 /* equal messages after the first */
+/* A Send's receive: longer than any of them, so that read-ahead guesses
+ * a whole segment where the tail comes (octets past byte_len inside it
+ * are the receive's to overwrite). */
+#define TW_RECV (TW_LEN + 4096)
 
-/* A Write of len octets from a's buffer at src_off, cut every TW_SEG
- * octets, into b's sink area at slot k. */
+/* The messages are Sends (the next one's MSN) or Writes. */
+static struct {
+	bool send;
+	uint32_t msn;
+} tw;
+
+/* A message of len octets from a's buffer at src_off, cut every TW_SEG
+ * octets, into b's sink area at slot k (a Send: into a receive posted
+ * there). */
 static void tail_write(struct pair *p, unsigned k, size_t src_off, uint32_t len)
 {
 	struct side *a = &p->s[0], *b = &p->s[1];
 	uint64_t to = (uintptr_t)(b->buf + SINK_OFF + (size_t)k * TW_STRIDE);
+	if (tw.send)
+		post_recv(b, 100 + k, SINK_OFF + (size_t)k * TW_STRIDE, TW_RECV);
 	for (uint32_t off = 0; off < len; off += TW_SEG) {
 		uint32_t n = len - off < TW_SEG ? len - off : TW_SEG;
-		put_tagged(a, IW_OP_WRITE, b->mr->rkey, to + off, a->buf + src_off + off, n,
-			   off + n == len);
+		const uint8_t *src = a->buf + src_off + off;
+		if (tw.send)
+			put_send(a, tw.msn, off, src, n, off + n == len);
+		else
+			put_tagged(a, IW_OP_WRITE, b->mr->rkey, to + off, src, n, off + n == len);
 	}
+	tw.msn++;
 }
 
 static void tail_check(struct pair *p, unsigned k, size_t src_off, uint32_t len)
 {
 	const uint8_t *at = p->s[1].buf + SINK_OFF + (size_t)k * TW_STRIDE;
+	size_t own = tw.send ? TW_RECV : len;
+	if (tw.send)
+		expect_recv(&p->s[1], 100 + k, len);
 	ck_assert_mem_eq(at, p->s[0].buf + src_off, len);
-	guard_intact(at + len, TW_STRIDE - len);
+	guard_intact(at + own, TW_STRIDE - own);
 }
 
-/* Equal Writes whose last segment is short (a peer cutting at its
- * MULPDU): once one Write has shown the length, the read that takes a
- * Write's next-to-last payload takes the tail, its trailer and the next
- * header too: one read per segment but the tail, where each tail cost a
- * read of its own. Then Writes that break the pattern (a longer tail, a
- * shorter one, no tail at all, a Send right after), CRC on and off: the
- * guessed read only goes to the bounce buffer, so every octet still lands
- * where its own header says, and nothing else moves. */
-START_TEST(test_spec_write_tail)
+/* Equal Writes, or Sends, whose last segment is short (a peer cutting at
+ * its MULPDU): once one message has shown the length, the read that takes
+ * a message's next-to-last payload takes the tail, its trailer and the
+ * next header too: one read per segment but the tail, where each tail
+ * cost a read of its own. Then messages that break the pattern (a longer
+ * tail, a shorter one, no tail at all; after the Writes a Send), CRC on
+ * and off: the guessed read only goes to the bounce buffer, so every
+ * octet still lands where its own header says, and nothing else moves. */
+START_TEST(test_spec_msg_tail)
 {
 	bool crc = _i & 1;
 	struct pair p;
 	spec_pair(&p, crc, false);
 	struct side *a = &p.s[0], *b = &p.s[1];
+	tw.send = _i & 2;
+	tw.msn = b->qp->rx_msn[IW_QN_SEND];
 	size_t b_mpa = b->c.hs.tx_len;
 	/* Reads no longer than a segment and its neighbours' headers: a
 	 * read between messages takes no whole Write into the bounce. */
@@ -715,14 +737,20 @@ START_TEST(test_spec_write_tail)
 	unsigned n = sizeof(odd) / sizeof(odd[0]);
 	for (unsigned k = 0; k < n; k++)
 		tail_write(&p, TW_EQ + 1 + k, 1000 + k, odd[k]);
-	post_recv(b, 30, SINK_OFF + (TW_EQ + 7) * TW_STRIDE, TW_STRIDE);
-	post(a, 31, IW_WR_SEND, 3000, 2000, 0, 0);
+	if (!tw.send) {
+		/* a's engine sends its first Send (MSN 1): not after Sends
+		 * built here. */
+		post_recv(b, 30, SINK_OFF + (TW_EQ + 7) * TW_STRIDE, TW_STRIDE);
+		post(a, 31, IW_WR_SEND, 3000, 2000, 0, 0);
+	}
 	settle(&p);
-	expect_wc(a, 31, IW_WC_SUCCESS);
-	expect_recv(b, 30, 2000);
-	ck_assert_mem_eq(b->buf + SINK_OFF + (TW_EQ + 7) * TW_STRIDE, a->buf + 3000, 2000);
 	for (unsigned k = 0; k < n; k++)
 		tail_check(&p, TW_EQ + 1 + k, 1000 + k, odd[k]);
+	if (!tw.send) {
+		expect_wc(a, 31, IW_WC_SUCCESS);
+		expect_recv(b, 30, 2000);
+		ck_assert_mem_eq(b->buf + SINK_OFF + (TW_EQ + 7) * TW_STRIDE, a->buf + 3000, 2000);
+	}
 	ck_assert_int_eq(decode(b, b_mpa, crc).terms, 0);
 	pair_free(&p);
 }
@@ -741,7 +769,7 @@ Suite *suite_conn_spec(void)
 	tcase_add_loop_test(tc, test_spec_dereg_busy, 0, 2);
 	tcase_add_test(tc, test_spec_mr_bound);
 	tcase_add_test(tc, test_spec_window);
-	tcase_add_loop_test(tc, test_spec_write_tail, 0, 2);
+	tcase_add_loop_test(tc, test_spec_msg_tail, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }

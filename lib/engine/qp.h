@@ -285,14 +285,15 @@ struct iw_qp {
 		bool held;            /* the segment goes to hold.tail (in.dst) */
 		struct iw_irqe irqe;  /* Read Request / atomic validated, queued at its end */
 	} in;
-	/* Inbound RDMA Writes, for the read plan only (iw_qp_status.tail):
-	 * the tagged offset the one in progress began at, and the length of
-	 * the last one that ended (0: none yet). */
+	/* For the read plan only (iw_qp_status.tail): inbound RDMA Writes'
+	 * tagged offset where the one in progress began, and the length of
+	 * the last one that ended (0: none yet); the last Send's length. */
 	struct {
 		bool in_msg;
 		uint64_t start;
 		uint64_t last_len;
 	} rx_wr;
+	uint64_t rx_send_last;
 
 	/* Messages held for receives not posted yet, oldest first (qp_recv.c);
 	 * bounded by max_num messages and max_bytes allocated octets. */

@@ -74,9 +74,10 @@ struct iw_qp_status {
 	uint8_t *direct_dst;
 	uint32_t seg_len;
 	bool in_payload; /* rx_batch only: the decoder is inside a payload */
-	/* rx_batch only: an RDMA Write's payload with L clear, whose message
-	 * will end in one more segment of this many octets if it is as long
-	 * as the last Write (0: no such guess). A hint, never trusted. */
+	/* rx_batch only: a payload with L clear whose message will end in one
+	 * more segment of this many octets if it is as long as the last Write
+	 * or Send, or as the Read's sink (0: no such guess). A hint, never
+	 * trusted. */
 	uint32_t tail;
 	/* rx_batch only: the predicted pieces after the direct offer, which
 	 * then ends its segment (0: none). */

@@ -107,7 +107,7 @@ static void orq_retired(struct iw_qp *qp)
 /* ------------------------------------------------------------ headers */
 
 /* Where the Write began, and at its last segment its length (a hint for
- * the read plan: write_tail). */
+ * the read plan: msg_tail). */
 static void track_write(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	if (!qp->rx_wr.in_msg) {
@@ -546,6 +546,8 @@ static void peer_terminate(struct iw_qp *qp, const struct iw_ddp_seg *s, bool pa
 static uint16_t on_end(struct iw_qp *qp, const struct iw_ddp_seg *s)
 {
 	unsigned op = qp->in.op;
+	if (op_send(op) && iw_ddp_last(&s->ddp))
+		qp->rx_send_last = (uint64_t)s->ddp.mo + s->payload_len; /* msg_tail */
 	if (qp->in.mr) {
 		iw_mem_put_placed(qp->in.mr);
 		qp->in.mr = NULL;
@@ -752,19 +754,40 @@ void iw_qp_status_locked(struct iw_qp *qp, struct iw_qp_status *st)
 	st->tx_pending = iw_qp_tx_pending_locked(qp);
 }
 
-/* Peers cut a Write at their MULPDU, so a stream of equal Writes (an
- * application's fixed I/O size) ends each in the same short segment: its
- * length, if the Write in progress is as long as the last one and ends in
- * the segment after this one. */
-static uint32_t write_tail(const struct iw_qp *qp)
+/* Where the segment being received ends in its message, and how long the
+ * message most likely is: a Write or a Send as long as the last one of its
+ * kind (an application's fixed I/O size), a Read Response as long as its
+ * sink. false: no guess. */
+static bool msg_extent(const struct iw_qp *qp, uint64_t *end, uint64_t *total)
 {
 	const struct iw_ddp_seg *s = &qp->frx.seg;
-	if (qp->in.op != IW_OP_WRITE || iw_ddp_last(&s->ddp) || !qp->rx_wr.in_msg)
+	if (qp->in.op == IW_OP_WRITE) {
+		*end = s->ddp.to + s->payload_len - qp->rx_wr.start;
+		*total = qp->rx_wr.last_len;
+		return qp->rx_wr.in_msg;
+	}
+	if (qp->in.op == IW_OP_READ_RESP) {
+		*end = s->payload_len;
+		*total = qp->in.dst_room;
+		return true;
+	}
+	*end = (uint64_t)s->ddp.mo + s->payload_len;
+	*total = qp->rx_send_last;
+	return op_send(qp->in.op);
+}
+
+/* Peers cut a message at their MULPDU, so equal messages end each in the
+ * same short segment: its length, if the message in progress ends in the
+ * segment after this one. A hint for the read plan, never trusted. */
+static uint32_t msg_tail(const struct iw_qp *qp)
+{
+	uint64_t end, total;
+	const struct iw_ddp_seg *s = &qp->frx.seg;
+	if (iw_ddp_last(&s->ddp) || !msg_extent(qp, &end, &total))
 		return 0;
-	uint64_t end = s->ddp.to + s->payload_len - qp->rx_wr.start;
-	if (end >= qp->rx_wr.last_len || qp->rx_wr.last_len - end > s->payload_len)
+	if (end >= total || total - end > s->payload_len)
 		return 0;
-	return (uint32_t)(qp->rx_wr.last_len - end);
+	return (uint32_t)(total - end);
 }
 
 int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_qp_status *st)
@@ -779,7 +802,7 @@ int iw_qp_rx_batch(struct iw_qp *qp, const struct iw_qp_rx_batch *b, struct iw_q
 	st->direct = direct_locked(qp, &st->direct_dst);
 	st->seg_len = qp->frx.seg.payload_len;
 	st->in_payload = iw_fpdu_rx_direct_len(&qp->frx) > 0;
-	st->tail = st->in_payload ? write_tail(qp) : 0;
+	st->tail = st->in_payload ? msg_tail(qp) : 0;
 	st->num_spec = iw_qp_rx_spec_locked(qp, st->direct, st->direct_dst, st->spec);
 	iw_qp_status_locked(qp, st);
 	iw_qp_unlock(qp);
