@@ -200,6 +200,18 @@ grep -q '^iwarp-nvmet: loop 0: .* [1-9][0-9]* writes by RDMA READ, 0 in place, '
 	ok "--copy-ram: writes fetched by RDMA READ, none in place" ||
 	{ bad "--copy-ram: I/O in place"; cat "$TMP/tgt.out"; }
 
+# --spin-us: a loop with its own RDMA READs out polls for their answers.
+# Writes by RDMA READ (--no-inline) and by Send, verified, and the summary
+# counts answers that polling found.
+start_target -N ram:4M -b 512 --loops 1 --spin-us 2000 || exit 1
+perf "--spin-us: randrw 64 KiB qd 8 verify, RDMA READ" -r randrw -b 65536 -d 8 -c 1500 -V \
+	--no-inline
+perf "--spin-us: randrw 4 KiB qd 16 verify (in-capsule writes)" -r randrw -b 4096 -d 16 -c 3000 -V
+stop_target || bad "target exit status"
+grep -q '^iwarp-nvmet: loop 0: .* writes by RDMA READ, .* in place, [1-9][0-9]* answers polled, ' \
+	"$TMP/tgt.out" && ok "--spin-us: answers found by polling" ||
+	{ bad "--spin-us: no answer polled"; cat "$TMP/tgt.out"; }
+
 # I/O queue q on loop (q - 1) mod 2, each serving, as the verbose log and
 # the exit summary say. Two hosts one after the other, five connections
 # each, so that taking the loops in turn would put the second host's

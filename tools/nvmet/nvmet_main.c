@@ -36,6 +36,8 @@ static void usage(FILE *f)
 	      "  -w, --pcap FILE        trace every connection into a pcap file\n"
 	      "      --copy-ram         move RAM namespace data through the slots' buffers\n"
 	      "                         (default: RDMA READ and WRITE in the namespace itself)\n"
+	      "      --spin-us N        a loop with an RDMA READ or Send of its own out polls\n"
+	      "                         up to N us for the answer before it sleeps (default 0)\n"
 	      "  -v, --verbose          say what happens to connections and failed commands\n"
 	      "  -h, --help\n",
 	      f);
@@ -75,7 +77,8 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 		{"size", 1, 0, 's'}, {"block-size", 1, 0, 'b'}, {"direct", 0, 0, 'D'},
 		{"host", 1, 0, 'H'}, {"inline", 1, 0, 'I'}, {"max-io", 1, 0, 'm'},
 		{"queues", 1, 0, 'q'}, {"queue-size", 1, 0, 'Q'}, {"slots", 1, 0, 'S'},
-		{"loops", 1, 0, 'L'}, {"pcap", 1, 0, 'w'}, {"copy-ram", 0, 0, 'C'}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"loops", 1, 0, 'L'}, {"pcap", 1, 0, 'w'}, {"copy-ram", 0, 0, 'C'},
+		{"spin-us", 1, 0, 'U'}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	unsigned long v;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "a:p:n:N:s:b:DH:I:m:q:Q:S:L:w:vh", lo, NULL)) != -1) {
@@ -113,6 +116,7 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 		case 'L': bad = num(optarg, 1, TR_MAX_LOOPS, &v); o->tr.loops = (uint32_t)v; break;
 		case 'w': o->tr.pcap = optarg; break;
 		case 'C': o->tr.copy_ram = true; break;
+		case 'U': bad = num(optarg, 0, 1000000, &v); o->tr.spin_us = (uint32_t)v; break;
 		case 'v': cfg->verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return 2;

@@ -17,6 +17,8 @@ struct tr_opts {
 	uint32_t loops;      /* event loops (threads), 1..TR_MAX_LOOPS */
 	const char *pcap;    /* trace file, or NULL */
 	bool copy_ram;       /* RAM namespaces through the slots' buffers, not in place */
+	uint32_t spin_us;    /* a loop awaiting its own RDMA READ or Send polls up
+			      * to this long before it sleeps; 0: always sleeps */
 };
 
 /* Serve until SIGINT or SIGTERM: 0, or 1 after a setup failure (said on
