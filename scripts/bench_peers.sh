@@ -29,9 +29,11 @@
 # are the same for every tool (latency depth 1; bandwidth depth DEPTH
 # outstanding, iperf3 aside: a stream has no depth).
 #
-# "iwarp / best peer" divides by the better of libfabric and UCX (lower
-# latency, higher bandwidth); "iwarp / raw TCP" by iwarp-perf --tcp of the
-# same run. Latency ratios below 1 and bandwidth ratios above 1 favour
+# "iwarp / best peer" divides the median by the better of libfabric's and
+# UCX's medians (lower latency, higher bandwidth); "iwarp / raw TCP" is the
+# median [min-max] of each run's own ratio to iwarp-perf --tcp, which times
+# raw TCP right after iWARP, so that the machine's drift between runs
+# cancels. Latency ratios below 1 and bandwidth ratios above 1 favour
 # iWARP. A benchmark, not a test: run it on a quiet machine.
 #
 # Environment: IW_BUILDDIR (default .), BENCH_RUNS (5), BENCH_SECONDS (3),
@@ -253,6 +255,15 @@ cell() {
 		else printf "%.4g [%.4g-%.4g]", m, v[1], v[NR] }'
 }
 
+# The same with two decimals (ratios).
+rcell() {
+	[ -s "$TMP/$1" ] || { echo "-"; return; }
+	sort -g "$TMP/$1" | awk '{ v[NR] = $1 } END {
+		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		if (NR == 1) printf "%.2f", m
+		else printf "%.2f [%.2f-%.2f]", m, v[1], v[NR] }'
+}
+
 median() {
 	[ -s "$TMP/$1" ] || return 0
 	sort -g "$TMP/$1" | awk '{ v[NR] = $1 } END {
@@ -296,6 +307,9 @@ row() {
 		run_iwarp "$t" "$s" "$@"
 		keep s.iw "$(cat "$TMP/iw.v")"
 		keep s.tcp "$(cat "$TMP/tcp.v")"
+		# The run's own ratio: iwarp-perf --tcp times raw TCP right
+		# after iWARP, so a drift of the machine between runs cancels.
+		keep s.rt "$(ratio "$(cat "$TMP/iw.v")" "$(cat "$TMP/tcp.v")" | grep -v '^-$')"
 		peers_of "$t" "$s"
 		r=$((r + 1))
 	done
@@ -305,7 +319,7 @@ row() {
 	bp=$(best "$fi" "$ucx" "$kind")
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$s" \
 		"$(cell s.iw)" "$(cell s.tcp)" "$(cell s.fi)" "$(cell s.ucx)" "$(cell s.ref)" \
-		"$(ratio "$iw" "$bp")" "$(ratio "$iw" "$(median s.tcp)")" >>"$ROWS"
+		"$(ratio "$iw" "$bp")" "$(rcell s.rt)" >>"$ROWS"
 }
 
 # The peers' counterpart of one iwarp-perf test, one run each.
@@ -382,3 +396,5 @@ cat "$ROWS"
 echo
 echo "Cells: median [min-max] of the runs. Latency: half round trip (read_lat: whole), us (lower is better);"
 echo "bandwidth: MiB/s (higher is better). Best peer: the better of libfabric and UCX."
+echo "iwarp / best peer: ratio of the medians; iwarp / raw TCP: median [min-max] of each run's own"
+echo "ratio (iwarp-perf --tcp times raw TCP right after iWARP in the same run)."
