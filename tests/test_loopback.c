@@ -3732,6 +3732,60 @@ START_TEST(test_hold_full_stops_reading)
 }
 END_TEST
 
+/* The same for the hold's octet limit: 24 Sends of 64 KiB against a hold
+ * of 256 KiB. The connection stops reading with the hold within its
+ * limit and the QP alive, and every Send completes in order as receives
+ * are posted. Before, a read that finished one held message brought the
+ * next one's header past the limit, and that Send got the "no buffer"
+ * TERMINATE: qperf's rc_bi_bw failed with "WR flush failure" now and then
+ * in CI. */
+START_TEST(test_hold_bytes_full_stops_reading)
+{
+	enum { N = 24, LEN = 65536, HOLD = 4 * LEN };
+	struct lb_env e;
+	env_init(&e, NULL, NULL);
+	struct iw_conn_opts ho = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 1000,
+				  .recv_hold_bytes = HOLD};
+	ck_assert_int_eq(iw_cm_set_conn_opts(e.listen, &ho), 0);
+	struct lb_conn c, s;
+	lb_qp_flags = IW_QP_CREATE_RECV_HOLD;
+	pair_connect(&e, NULL, &c, &s);
+	lb_qp_flags = 0;
+	struct lb_end ce, se;
+	end_init(&ce, &c, N * LEN, "client");
+	end_init(&se, &s, N * LEN, "server");
+	pat_fill(ce.data.p, N * LEN, 9);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(post_send1(c.qp, 1 + i, IW_WR_SEND, IW_SEND_SIGNALED,
+					    ce.data.p + (size_t)LEN * i, LEN, ce.data.mr->lkey, 0, 0,
+					    0),
+				 0);
+	struct iw_cm_id_int *sid = iw_cm_id_int(s.id);
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (!iw_conn_rx_starved(&sid->conn))
+		ck_assert_msg(now_ms() < dl, "the full hold did not stop the reading");
+	ck_assert_uint_le(__atomic_load_n(&s.qp->hold.bytes, __ATOMIC_RELAXED), HOLD);
+	ck_assert_uint_ge(__atomic_load_n(&s.qp->hold.num, __ATOMIC_RELAXED), 2);
+	struct iw_qp_attr qa;
+	ck_assert_int_eq(iw_query_qp(s.qp, &qa, IW_QP_STATE, NULL), 0);
+	ck_assert_int_eq(qa.qp_state, IW_QPS_RTS);
+	struct iw_wc wc;
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(post_recv1(s.qp, 100 + i, se.data.p + (size_t)LEN * i, LEN,
+					    se.data.mr->lkey),
+				 0);
+		wc_wait(s.rcq, s.side->cc, &wc, 1, "a held Send");
+		wc_check(&wc, 100 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_RECV, "a held Send");
+		ck_assert_uint_eq(wc.byte_len, LEN);
+		ck_assert_uint_le(__atomic_load_n(&s.qp->hold.bytes, __ATOMIC_RELAXED), HOLD);
+	}
+	check_data(se.data.p, ce.data.p, (size_t)N * LEN, "Sends read after the hold filled");
+	for (int i = 0; i < N; i++)
+		wc_wait(c.scq, c.side->cc, &wc, 1, "Send");
+	pair_ends_fini(&e, &c, &s, &ce, &se);
+}
+END_TEST
+
 /* Wait (no poll) until the loop either completed a receive into cq or
  * left the socket to pollers; true for the receive. */
 static bool loop_read_or_paused(struct iw_cq *cq, struct iw_cm_id_int *id)
@@ -4501,6 +4555,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_cm_ird_ord);
 	tcase_add_test(tc, test_cm_ord1_reads);
 	tcase_add_test(tc, test_hold_full_stops_reading);
+	tcase_add_test(tc, test_hold_bytes_full_stops_reading);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
@@ -4582,6 +4637,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_poll_handback);
 	tcase_add_test(tc, test_poll_busy_cq_keeps_loop_off);
 	tcase_add_test(tc, test_hold_full_stops_reading);
+	tcase_add_test(tc, test_hold_bytes_full_stops_reading);
 	tcase_add_test(tc, test_poll_send_cq_no_claim);
 	tcase_add_test(tc, test_poll_tx_backlog);
 	tcase_add_test(tc, test_poll_visits_others);

@@ -1041,8 +1041,11 @@ enum iw_qp_create_flags {
 	 * full the connection stops reading until a receive is posted: the
 	 * peer's octets wait in TCP (whose window then stops the sender), as
 	 * an InfiniBand sender waits out RNR NAKs. Nothing shows on the wire
-	 * but a full window. Only a single message larger than
-	 * recv_hold_bytes, or no memory, gets the "no buffer" TERMINATE.
+	 * but a full window. Only a single message longer than
+	 * recv_hold_bytes (or held alone and within 64 KiB of it, when the
+	 * next message follows at once), or no memory, gets the "no buffer"
+	 * TERMINATE. Memory: a message still arriving may have up to twice
+	 * its octets allocated (its buffer grows by doubling).
 	 * The peer's Send completed when it was written, not when it was
 	 * received: so when the QP enters ERR without a TERMINATE (the
 	 * connection closed or was reset, or iw_modify_qp), the messages

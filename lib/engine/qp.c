@@ -49,7 +49,7 @@ static bool qp_slot_take(struct iw_context *ctx)
 void iw_qp_held_free_locked(struct iw_qp *qp, struct iw_held *h)
 {
 	qp->hold.num--;
-	qp->hold.bytes -= h->cap;
+	qp->hold.bytes -= h->resv;
 	iw_free(qp->context->alloc, h->data);
 	iw_free(qp->context->alloc, h);
 }

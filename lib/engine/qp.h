@@ -175,6 +175,8 @@ struct iw_held {
 	struct iw_held *next;
 	uint8_t *data;           /* the payload, from the context's allocator */
 	uint64_t len, cap;       /* octets of the message; allocated at data */
+	uint64_t resv;           /* octets counted against hold.max_bytes: the
+				  * furthest end a segment header announced */
 	unsigned op;             /* RDMAP opcode (a Send type or Immediate Data) */
 	enum iw_wc_opcode wc_op; /* what its receive completes as */
 	unsigned wc_flags;
@@ -300,6 +302,9 @@ struct iw_qp {
 	struct {
 		struct iw_held *head, *tail;
 		uint32_t num, max_num;
+		/* bytes: the held messages' resv, at most max_bytes (memory:
+		 * a message still arriving may have up to twice its resv
+		 * allocated, as its buffer grows by doubling). */
 		uint64_t bytes, max_bytes;
 		bool assembling;       /* tail is a message still arriving */
 		/* The receiving thread found no room and stopped reading

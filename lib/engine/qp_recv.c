@@ -49,25 +49,55 @@ bool iw_qp_hold_on(const struct iw_qp *qp)
 
 #define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-/* Messages that may still arrive: the hold's free places (none while a
- * new segment header could ask for more octets than are left, unless a
- * message is being assembled: it must be able to finish, and its own
- * growth ends it if too long), plus the receives posted (each takes one,
- * held or not). */
+/* Receives posted that take messages without the hold: only while
+ * nothing is held (after that, messages are held behind what is). Only
+ * this reader adds held messages, so a hold it sees empty stays so; a
+ * receive it sees posted beside held messages is one that iw_post_recv is
+ * about to give them. */
+static uint64_t posted_free(const struct iw_qp *qp)
+{
+	if (PEEK(qp->hold.num))
+		return 0;
+	return (uint32_t)(PEEK(qp->rq_tail) - PEEK(qp->rq_head));
+}
+
+/* Messages that may still arrive: the hold's free places plus those. */
 static uint64_t room_msgs(const struct iw_qp *qp)
 {
 	uint64_t max = PEEK(qp->hold.max_num), num = PEEK(qp->hold.num);
-	uint64_t mb = PEEK(qp->hold.max_bytes), b = PEEK(qp->hold.bytes);
 	uint64_t free_msgs = max > num ? max - num : 0;
-	if (!PEEK(qp->hold.assembling) && (b > mb || mb - b < HOLD_SEG_MAX))
-		free_msgs = 0;
-	return free_msgs + (uint32_t)(PEEK(qp->rq_tail) - PEEK(qp->rq_head));
+	return free_msgs + posted_free(qp);
+}
+
+/* Octets a read may bring within the byte limit. A segment's header
+ * counts its whole payload against the limit when it is parsed, and a
+ * read can end early in the last segment it starts, so a read of n
+ * octets counts at most n + HOLD_SEG_MAX: reading no more than that
+ * leaves, the peer meets TCP's window, never "no buffer" (qperf's
+ * rc_bi_bw did, on a loaded machine: a read that finished one message
+ * brought the next one's header past the limit). Reads keep room for the
+ * fewest octets of the messages posted receives take. A message that is
+ * all the hold has, still arriving, is read on: nothing can make room
+ * for it, and only its own growth past the limit ends the connection (a
+ * single message longer than the limit). */
+static uint64_t room_bytes(const struct iw_qp *qp)
+{
+	if (PEEK(qp->hold.num) == 1 && PEEK(qp->hold.assembling))
+		return UINT64_MAX;
+	uint64_t mb = PEEK(qp->hold.max_bytes), b = PEEK(qp->hold.bytes);
+	uint64_t left = mb > b ? mb - b : 0;
+	uint64_t r = left > HOLD_SEG_MAX ? left - HOLD_SEG_MAX : 0;
+	uint64_t p = posted_free(qp) * HOLD_FPDU_MIN;
+	return r > p ? r : p;
 }
 
 static size_t room_octets(const struct iw_qp *qp)
 {
-	uint64_t m = room_msgs(qp);
-	return m > SIZE_MAX / HOLD_FPDU_MIN ? SIZE_MAX : (size_t)(m * HOLD_FPDU_MIN);
+	uint64_t m = room_msgs(qp), b = room_bytes(qp);
+	uint64_t o = m > UINT64_MAX / HOLD_FPDU_MIN ? UINT64_MAX : m * HOLD_FPDU_MIN;
+	if (o > b)
+		o = b;
+	return o > SIZE_MAX ? SIZE_MAX : (size_t)o;
 }
 
 /* Starved: say so before looking again, as iw_post_recv adds room
@@ -116,23 +146,29 @@ static uint16_t held_new(struct iw_qp *qp, unsigned op, struct iw_held **out)
 	return 0;
 }
 
+/* Count the message's octets up to end against the byte limit (the
+ * limit is on what headers announced, so that room_bytes can bound what a
+ * read adds). */
+static bool held_reserve(struct iw_qp *qp, struct iw_held *h, uint64_t end)
+{
+	uint64_t mb = qp->hold.max_bytes, b = qp->hold.bytes, add = end - h->resv;
+	if (b > mb || add > mb - b)
+		return false;
+	qp->hold.bytes = b + add;
+	h->resv = end;
+	return true;
+}
+
 /* Room for end octets: just that for the message's last segment, else
- * doubling (a message of many segments is not copied once per segment)
- * within what the byte limit leaves. Gaps a segment's MO leaves read as
- * zeros. */
+ * doubling (a message of many segments is not copied once per segment).
+ * Gaps a segment's MO leaves read as zeros. */
 static bool held_grow(struct iw_qp *qp, struct iw_held *h, uint64_t end, bool last)
 {
-	uint64_t room = qp->hold.max_bytes - (qp->hold.bytes - h->cap);
-	if (end > room)
-		return false;
-	uint64_t cap = h->cap * 2 > end ? h->cap * 2 : end;
-	if (cap > room || last)
-		cap = end;
+	uint64_t cap = h->cap * 2 > end && !last ? h->cap * 2 : end;
 	uint8_t *p = iw_realloc(qp->context->alloc, h->data, (size_t)cap);
 	if (!p)
 		return false;
 	memset(p + h->cap, 0, (size_t)(cap - h->cap));
-	qp->hold.bytes += cap - h->cap;
 	h->data = p;
 	h->cap = cap;
 	return true;
@@ -153,6 +189,8 @@ uint16_t iw_qp_hold_seg_locked(struct iw_qp *qp, const struct iw_ddp_seg *s, uns
 	 * header): the decoder drops any. */
 	bool payload = iw_opcode_has(op, IW_OPF_SEND) && s->payload_len;
 	uint64_t end = (uint64_t)s->ddp.mo + s->payload_len;
+	if (payload && end > h->resv && !held_reserve(qp, h, end))
+		return IW_TERM_DDP_U_NO_BUF;
 	if (payload && end > h->cap && !held_grow(qp, h, end, iw_ddp_last(&s->ddp)))
 		return IW_TERM_DDP_U_NO_BUF;
 	qp->in.held = true;
