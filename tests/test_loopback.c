@@ -3686,6 +3686,33 @@ START_TEST(test_poll_handback)
 }
 END_TEST
 
+/* A connected pair whose QPs hold Sends that find no receive
+ * (IW_QP_CREATE_RECV_HOLD) within msgs and bytes, with ends of size
+ * octets; n Sends of len octets posted by the client, and the server's
+ * reading stopped by its full hold. */
+static void hold_pair_fill(struct lb_env *e, struct lb_conn *c, struct lb_conn *s,
+			   struct lb_end *ce, struct lb_end *se, const struct iw_conn_opts *ho,
+			   int n, uint32_t len)
+{
+	env_init(e, NULL, NULL);
+	ck_assert_int_eq(iw_cm_set_conn_opts(e->listen, ho), 0);
+	lb_qp_flags = IW_QP_CREATE_RECV_HOLD;
+	pair_connect(e, NULL, c, s);
+	lb_qp_flags = 0;
+	end_init(ce, c, (size_t)n * len, "client");
+	end_init(se, s, (size_t)n * len, "server");
+	pat_fill(ce->data.p, (size_t)n * len, 7);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(post_send1(c->qp, 1 + (uint64_t)i, IW_WR_SEND, IW_SEND_SIGNALED,
+					    ce->data.p + (size_t)len * i, len, ce->data.mr->lkey, 0, 0,
+					    0),
+				 0);
+	struct iw_cm_id_int *sid = iw_cm_id_int(s->id);
+	int64_t dl = deadline_in(LB_WAIT_MS);
+	while (!iw_conn_rx_starved(&sid->conn))
+		ck_assert_msg(now_ms() < dl, "the full hold did not stop the reading");
+}
+
 /* A QP that holds Sends finding no receive (IW_QP_CREATE_RECV_HOLD)
  * stops reading when its hold is full instead of ending the connection:
  * the rest wait in the socket (TCP's window pushes back, as RNR NAKs do on
@@ -3697,25 +3724,10 @@ START_TEST(test_hold_full_stops_reading)
 {
 	enum { N = 8, LEN = 64 };
 	struct lb_env e;
-	env_init(&e, NULL, NULL);
-	struct iw_conn_opts ho = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 2};
-	ck_assert_int_eq(iw_cm_set_conn_opts(e.listen, &ho), 0);
 	struct lb_conn c, s;
-	lb_qp_flags = IW_QP_CREATE_RECV_HOLD;
-	pair_connect(&e, NULL, &c, &s);
-	lb_qp_flags = 0;
 	struct lb_end ce, se;
-	end_init(&ce, &c, 4096, "client");
-	end_init(&se, &s, 4096, "server");
-	pat_fill(ce.data.p, N * LEN, 7);
-	for (int i = 0; i < N; i++)
-		ck_assert_int_eq(post_send1(c.qp, 1 + i, IW_WR_SEND, IW_SEND_SIGNALED,
-					    ce.data.p + LEN * i, LEN, ce.data.mr->lkey, 0, 0, 0),
-				 0);
-	struct iw_cm_id_int *sid = iw_cm_id_int(s.id);
-	int64_t dl = deadline_in(LB_WAIT_MS);
-	while (!iw_conn_rx_starved(&sid->conn))
-		ck_assert_msg(now_ms() < dl, "the full hold did not stop the reading");
+	struct iw_conn_opts ho = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 2};
+	hold_pair_fill(&e, &c, &s, &ce, &se, &ho, N, LEN);
 	ck_assert_uint_eq(__atomic_load_n(&s.qp->hold.num, __ATOMIC_RELAXED), 2);
 	struct iw_wc wc;
 	for (int i = 0; i < N; i++) {
@@ -3743,27 +3755,11 @@ START_TEST(test_hold_bytes_full_stops_reading)
 {
 	enum { N = 24, LEN = 65536, HOLD = 4 * LEN };
 	struct lb_env e;
-	env_init(&e, NULL, NULL);
+	struct lb_conn c, s;
+	struct lb_end ce, se;
 	struct iw_conn_opts ho = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 1000,
 				  .recv_hold_bytes = HOLD};
-	ck_assert_int_eq(iw_cm_set_conn_opts(e.listen, &ho), 0);
-	struct lb_conn c, s;
-	lb_qp_flags = IW_QP_CREATE_RECV_HOLD;
-	pair_connect(&e, NULL, &c, &s);
-	lb_qp_flags = 0;
-	struct lb_end ce, se;
-	end_init(&ce, &c, N * LEN, "client");
-	end_init(&se, &s, N * LEN, "server");
-	pat_fill(ce.data.p, N * LEN, 9);
-	for (int i = 0; i < N; i++)
-		ck_assert_int_eq(post_send1(c.qp, 1 + i, IW_WR_SEND, IW_SEND_SIGNALED,
-					    ce.data.p + (size_t)LEN * i, LEN, ce.data.mr->lkey, 0, 0,
-					    0),
-				 0);
-	struct iw_cm_id_int *sid = iw_cm_id_int(s.id);
-	int64_t dl = deadline_in(LB_WAIT_MS);
-	while (!iw_conn_rx_starved(&sid->conn))
-		ck_assert_msg(now_ms() < dl, "the full hold did not stop the reading");
+	hold_pair_fill(&e, &c, &s, &ce, &se, &ho, N, LEN);
 	ck_assert_uint_le(__atomic_load_n(&s.qp->hold.bytes, __ATOMIC_RELAXED), HOLD);
 	ck_assert_uint_ge(__atomic_load_n(&s.qp->hold.num, __ATOMIC_RELAXED), 2);
 	struct iw_qp_attr qa;
