@@ -246,22 +246,14 @@ keep() {
 	return 0
 }
 
-# "median [min-max]" of a series, or "-" when no run produced a number.
+# "median [min-max]" of a series, or "-" when no run produced a number;
+# FORMAT (default %.4g) prints each number (ratios: %.2f).
 cell() {
 	[ -s "$TMP/$1" ] || { echo "-"; return; }
-	sort -g "$TMP/$1" | awk '{ v[NR] = $1 } END {
+	sort -g "$TMP/$1" | awk -v f="${2:-%.4g}" '{ v[NR] = $1 } END {
 		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		if (NR == 1) printf "%.4g", m
-		else printf "%.4g [%.4g-%.4g]", m, v[1], v[NR] }'
-}
-
-# The same with two decimals (ratios).
-rcell() {
-	[ -s "$TMP/$1" ] || { echo "-"; return; }
-	sort -g "$TMP/$1" | awk '{ v[NR] = $1 } END {
-		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		if (NR == 1) printf "%.2f", m
-		else printf "%.2f [%.2f-%.2f]", m, v[1], v[NR] }'
+		if (NR == 1) printf f, m
+		else printf f " [" f "-" f "]", m, v[1], v[NR] }'
 }
 
 median() {
@@ -319,7 +311,7 @@ row() {
 	bp=$(best "$fi" "$ucx" "$kind")
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$s" \
 		"$(cell s.iw)" "$(cell s.tcp)" "$(cell s.fi)" "$(cell s.ucx)" "$(cell s.ref)" \
-		"$(ratio "$iw" "$bp")" "$(rcell s.rt)" >>"$ROWS"
+		"$(ratio "$iw" "$bp")" "$(cell s.rt %.2f)" >>"$ROWS"
 }
 
 # The peers' counterpart of one iwarp-perf test, one run each.
