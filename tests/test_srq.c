@@ -2,7 +2,7 @@
 /*
  * Shared receive queues (lib/engine/srq.c) without a connection: posting,
  * resizing while WRs are posted (order, MR references, refusals), the limit
- * event as ibv_modify_srq arms it, and iw_query_srq.
+ * event as ibv_modify_srq arms it, iw_query_srq, and iw_set_srq_order.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -228,6 +228,49 @@ START_TEST(limit_one_shot)
 }
 END_TEST
 
+/* Newest first takes from the posting end of a wrapped ring, keeps
+ * doing so across a resize, fires the limit as oldest first does, and
+ * can be switched back: then the oldest left goes first. */
+START_TEST(order_newest_first)
+{
+	struct srq_env e;
+	struct iw_srq *srq;
+	struct iw_srq_attr a = {.srq_limit = 2};
+
+	env_init(&e);
+	srq = srq_new(&e, 4, 3);
+	ck_assert_int_eq(iw_set_srq_order(NULL, IW_SRQ_NEWEST_FIRST), EINVAL);
+	ck_assert_int_eq(iw_set_srq_order(srq, (enum iw_srq_order)2), EINVAL);
+	for (uint64_t i = 0; i < 3; i++)
+		ck_assert_int_eq(post(&e, srq, i), 0);
+	take_expect(srq, &e, 0); /* head moves: the ring wraps below */
+	ck_assert_int_eq(iw_set_srq_order(srq, IW_SRQ_NEWEST_FIRST), 0);
+	for (uint64_t i = 3; i < 5; i++)
+		ck_assert_int_eq(post(&e, srq, i), 0); /* 1..4 posted, wrapped */
+	take_expect(srq, &e, 4);
+	ck_assert_int_eq(post(&e, srq, 5), 0);
+	take_expect(srq, &e, 5);
+	take_expect(srq, &e, 3);
+	a.max_wr = 8;
+	ck_assert_int_eq(iw_modify_srq(srq, &a, IW_SRQ_MAX_WR | IW_SRQ_LIMIT), 0);
+	for (uint64_t i = 6; i < 9; i++)
+		ck_assert_int_eq(post(&e, srq, i), 0); /* 1, 2, 6, 7, 8 */
+	take_expect(srq, &e, 8);
+	take_expect(srq, &e, 7); /* 3 left: not below 2 */
+	expect_limit_event(&e, srq, false);
+	take_expect(srq, &e, 6); /* 2 left */
+	expect_limit_event(&e, srq, false);
+	ck_assert_int_eq(iw_set_srq_order(srq, IW_SRQ_OLDEST_FIRST), 0);
+	take_expect(srq, &e, 1); /* 1 left */
+	expect_limit_event(&e, srq, true);
+	take_expect(srq, &e, 2);
+	struct iw_rwqe_buf b;
+	ck_assert(!iw_srq_take(srq, &b));
+	ck_assert_int_eq(iw_destroy_srq(srq), 0);
+	env_fini(&e);
+}
+END_TEST
+
 /* Destroy releases what is still posted without a completion: the MR it
  * pinned can be deregistered afterwards. */
 START_TEST(destroy_releases_posted)
@@ -261,6 +304,7 @@ Suite *suite_srq(void)
 	tcase_add_test(tc, modify_einval);
 	tcase_add_test(tc, limit_one_shot);
 	tcase_add_test(tc, destroy_releases_posted);
+	tcase_add_test(tc, order_newest_first);
 	suite_add_tcase(s, tc);
 	return s;
 }

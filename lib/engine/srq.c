@@ -232,15 +232,36 @@ IW_EXPORT int iw_post_srq_recv(struct iw_srq *srq, struct iw_recv_wr *wr,
 	return rc;
 }
 
+/* The ring keeps posting order either way: the oldest at head, the
+ * newest at head + count - 1. */
+static void take_locked(struct iw_srq *srq, struct iw_rwqe_buf *out)
+{
+	srq->count--;
+	if (srq->newest_first) {
+		iw_rwqe_move(out, &srq->ring[(srq->head + srq->count) % srq->size]);
+		return;
+	}
+	iw_rwqe_move(out, &srq->ring[srq->head]);
+	srq->head = (srq->head + 1) % srq->size;
+}
+
+IW_EXPORT int iw_set_srq_order(struct iw_srq *srq, enum iw_srq_order order)
+{
+	if (!srq || (order != IW_SRQ_OLDEST_FIRST && order != IW_SRQ_NEWEST_FIRST))
+		return EINVAL;
+	pthread_mutex_lock(&srq->lock);
+	srq->newest_first = order == IW_SRQ_NEWEST_FIRST;
+	pthread_mutex_unlock(&srq->lock);
+	return 0;
+}
+
 bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe_buf *out)
 {
 	bool fire = false, got = false;
 
 	pthread_mutex_lock(&srq->lock);
 	if (srq->count) {
-		iw_rwqe_move(out, &srq->ring[srq->head]);
-		srq->head = (srq->head + 1) % srq->size;
-		srq->count--;
+		take_locked(srq, out);
 		got = true;
 		if (srq->limit && srq->count < srq->limit) {
 			srq->limit = 0; /* one-shot, as ibv_modify_srq's limit */

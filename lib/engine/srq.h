@@ -28,10 +28,12 @@ struct iw_srq {
 	uint32_t size, head, count;
 	uint32_t max_sge;
 	uint32_t limit;  /* 0: disarmed */
+	bool newest_first; /* iw_set_srq_order */
 	atomic_int use;  /* QPs attached */
 };
 
-/* Take the oldest WQE into *out. false when the SRQ is empty. */
+/* Take the oldest WQE (the newest with IW_SRQ_NEWEST_FIRST) into *out.
+ * false when the SRQ is empty. */
 bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe_buf *out);
 
 #ifdef IW_FUZZING
