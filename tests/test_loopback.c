@@ -3782,6 +3782,40 @@ START_TEST(test_hold_bytes_full_stops_reading)
 }
 END_TEST
 
+/* A connection that stopped reading because its hold is full still
+ * hears of its socket's end. The client disconnects; the server, posting
+ * no receive (qperf's server between tests), does not read the FIN; the
+ * client's linger runs out and it resets the connection. Before, the
+ * server never looked at its socket again and never got DISCONNECTED:
+ * qperf's next test timed out waiting for that server ("failed to
+ * receive RDMA CM TCP IPv4 server port") with small receive holds. */
+START_TEST(test_hold_full_sees_reset)
+{
+	enum { N = 8, LEN = 64 };
+	struct lb_env e;
+	struct lb_conn c, s;
+	struct lb_end ce, se;
+	struct iw_conn_opts ho = {.comp_mask = IW_CONN_OPTS_RECV_HOLD, .recv_hold_msgs = 2};
+	hold_pair_fill(&e, &c, &s, &ce, &se, &ho, N, LEN);
+	struct iw_wc wc;
+	for (int i = 0; i < N; i++)
+		wc_wait(c.scq, c.side->cc, &wc, 1, "Send");
+	struct iw_conn_opts lo = {.comp_mask = IW_CONN_OPTS_LINGER, .linger_ms = 100};
+	ck_assert_int_eq(iw_cm_set_conn_opts(c.id, &lo), 0);
+	ck_assert_int_eq(iw_cm_disconnect(c.id), 0);
+	struct lb_ev ev;
+	cm_expect(e.cli.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_int_eq(ev.status, ETIMEDOUT); /* the server never closed */
+	cm_expect(e.srv.cm, IW_CM_EVENT_DISCONNECTED, &ev);
+	ck_assert_int_eq(ev.status, ECONNRESET);
+	struct iw_qp_attr qa;
+	ck_assert_int_eq(iw_query_qp(s.qp, &qa, IW_QP_STATE, NULL), 0);
+	ck_assert_int_eq(qa.qp_state, IW_QPS_ERR);
+	ck_assert_int_eq(iw_poll_cq(s.rcq, 1, &wc), 0); /* held Sends had no receive */
+	pair_ends_fini(&e, &c, &s, &ce, &se);
+}
+END_TEST
+
 /* Wait (no poll) until the loop either completed a receive into cq or
  * left the socket to pollers; true for the receive. */
 static bool loop_read_or_paused(struct iw_cq *cq, struct iw_cm_id_int *id)
@@ -4552,6 +4586,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_cm_ord1_reads);
 	tcase_add_test(tc, test_hold_full_stops_reading);
 	tcase_add_test(tc, test_hold_bytes_full_stops_reading);
+	tcase_add_test(tc, test_hold_full_sees_reset);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
@@ -4634,6 +4669,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_poll_busy_cq_keeps_loop_off);
 	tcase_add_test(tc, test_hold_full_stops_reading);
 	tcase_add_test(tc, test_hold_bytes_full_stops_reading);
+	tcase_add_test(tc, test_hold_full_sees_reset);
 	tcase_add_test(tc, test_poll_send_cq_no_claim);
 	tcase_add_test(tc, test_poll_tx_backlog);
 	tcase_add_test(tc, test_poll_visits_others);

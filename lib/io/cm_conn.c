@@ -75,6 +75,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
 static void on_timeout(evutil_socket_t fd, short what, void *arg);
 static void on_pause(evutil_socket_t fd, short what, void *arg);
+static void on_stall(evutil_socket_t fd, short what, void *arg);
+static void sync_events(struct iw_cm_id_int *id);
 static void act(struct iw_cm_id_int *id, unsigned ev);
 static void handback(struct iw_cm_id_int *id);
 static void loop_rx(struct iw_cm_id_int *id, bool wait);
@@ -167,7 +169,9 @@ static int ensure_events(struct iw_cm_id_int *id)
 		id->tmo = evtimer_new(b, on_timeout, id);
 	if (!id->pause)
 		id->pause = evtimer_new(b, on_pause, id);
-	return id->rd && id->wr && id->tmo && id->pause ? 0 : ENOMEM;
+	if (!id->stall)
+		id->stall = evtimer_new(b, on_stall, id);
+	return id->rd && id->wr && id->tmo && id->pause && id->stall ? 0 : ENOMEM;
 }
 
 /* Pollers may read a running connection's socket from now on (or no
@@ -177,6 +181,44 @@ static void sync_poll_ok(struct iw_cm_id_int *id)
 	atomic_store_explicit(&id->poll_ok,
 			      id->pub.context->poll_mode && id->conn.state == IW_CONN_RUNNING,
 			      memory_order_release);
+}
+
+/* A connection whose receive hold is full reads nothing (neither the
+ * loop nor pollers), and recv is where a socket's end surfaces: a reset,
+ * or the kernel's keepalive or user timeout. Its peer, unable to deliver
+ * its FIN through a full window, ends with a reset after its linger, and
+ * the application, waiting for DISCONNECTED without posting receives
+ * (qperf does between tests), would wait forever. So while the hold is
+ * full the loop looks at the socket's error every STALL_CHECK_MS: a
+ * getsockopt, no read, so the octets waiting stay for the receives to
+ * come. The timer is not stopped when the hold empties: it lapses at its
+ * next expiry (a connection starved now and then, as a slow receiver's
+ * is, does not pay an event_add and event_del each time). */
+#define STALL_CHECK_MS 200
+
+static void stall_arm(struct iw_cm_id_int *id)
+{
+	struct timeval tv = {.tv_sec = 0, .tv_usec = STALL_CHECK_MS * 1000};
+	if (id->stall && evtimer_add(id->stall, &tv) == 0)
+		id->stall_on = true;
+}
+
+static void on_stall(evutil_socket_t fd, short what, void *arg)
+{
+	struct iw_cm_id_int *id = arg;
+	struct iw_ev *ev = id->ev;
+	(void)fd;
+	(void)what;
+	iw_ev_enter(ev);
+	id->stall_on = false;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (id->fd >= 0 && iw_conn_rx_starved(&id->conn) &&
+	    getsockopt(id->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err)
+		act(id, iw_conn_io_error(&id->conn, sock_err(id, err)));
+	else if (id->fd >= 0)
+		sync_events(id); /* armed again while still starved */
+	iw_ev_leave(ev);
 }
 
 /* Arm the timer at the connection's next deadline, and read only while
@@ -207,6 +249,8 @@ static void sync_events(struct iw_cm_id_int *id)
 		else
 			event_del(id->rd);
 	}
+	if (iw_conn_rx_starved(&id->conn) && !id->stall_on)
+		stall_arm(id);
 }
 
 static void free_event(struct event **ev)
@@ -584,6 +628,8 @@ void iw_cm_conn_unhook(struct iw_cm_id_int *id)
 	free_event(&id->wr);
 	free_event(&id->tmo);
 	free_event(&id->pause);
+	free_event(&id->stall);
+	id->stall_on = false;
 	iw_cm_batch_unhook(id);
 	id->rd_on = false;
 	id->rd_paused = false;
