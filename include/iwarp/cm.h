@@ -353,8 +353,11 @@ struct iw_conn_opts {
 	 * (0, the default: the QP's max_recv_wr) and octets held at most
 	 * (0, the default: 64 MiB). When the hold is full the connection
 	 * stops reading until a receive is posted (TCP's window stops the
-	 * peer); only a single message longer than the octet limit (or held
-	 * alone and within 64 KiB of it) gets the "no buffer" TERMINATE. */
+	 * peer), though it still looks at the socket every 200 ms: a reset
+	 * (a peer whose FIN could not get in resets after its linger), or a
+	 * keepalive or user timeout, ends it with DISCONNECTED as usual.
+	 * Only a single message longer than the octet limit (or held alone
+	 * and within 64 KiB of it) gets the "no buffer" TERMINATE. */
 	uint32_t recv_hold_msgs;
 	uint64_t recv_hold_bytes;
 	/* Transmit coalescing: Sends, Writes and Reads posted close together
