@@ -10,10 +10,10 @@
 # NVMe/TCP-shaped baseline of iwarp-nvmf-perf --tcp / --tcp-server), in the
 # same run: 4 KiB random read and write at QD 1 and 32, 128 KiB sequential
 # read and write at QD 8 with one queue, and 4 KiB random read and write
-# at QD 32 on each of two queues, and 128 KiB writes again against a
-# second target that takes them in the capsule (-I 131072: 128 MiB more
-# receive buffers per loop; the default IOCCSZ is 16 KiB, as far as Linux's
-# host uses in-capsule data), and at QD 8 and 32 against a third target
+# at QD 32 on each of two queues, and 128 KiB writes at QD 8 and 32
+# again against a second target that takes them in the capsule (-I 131072:
+# 128 MiB more receive buffers per loop; the default IOCCSZ is 16 KiB, as
+# far as Linux's host uses in-capsule data), and against a third target
 # whose loops poll while their own RDMA READs are out (--spin-us 50),
 # beside the default target at QD 32. The targets run NVMF_BENCH_LOOPS loops
 # (default 2): I/O queue q is served by loop (q - 1) mod loops. Prints
@@ -113,7 +113,7 @@ printf '%-26s %-24s %7s %7s   %-24s %7s %7s   %-16s %6s %-20s\n' load "iWARP IOP
 for load in "randread 4096 1 1 1" "randread 4096 32 1 1" "randwrite 4096 1 1 1" \
 	"randwrite 4096 32 1 1" "read 131072 8 1 1" "write 131072 8 1 1" "write 131072 8 1 2" \
 	"randread 4096 32 2 1" "randwrite 4096 32 2 1" "write 131072 8 1 3" \
-	"write 131072 32 1 1" "write 131072 32 1 3"; do
+	"write 131072 32 1 1" "write 131072 32 1 2" "write 131072 32 1 3"; do
 	set -- $load
 	eval "TPID=\$TPID$5 NP=\$NP$5"
 	row "$@"
