@@ -1113,7 +1113,11 @@ START_TEST(test_ops_64m)
 	uint32_t mulpdu, first = mss_seen(&c, &mulpdu);
 	xfer(&ce, &se, OP_WRITE, 64 * MIB, 7);
 	uint32_t now = mss_seen(&c, &mulpdu);
-	ck_assert_uint_eq(now, mss_live(&c));
+	/* The writer looks every 1024th write, and here the MSS only grows
+	 * (half the largest window seen): what it saw last is at most the
+	 * MSS now, equal once the window is whole. Under valgrind the window
+	 * was still growing at the end (47616 seen, 50176 a moment later). */
+	ck_assert_uint_le(now, mss_live(&c));
 	ck_assert_msg(now > first, "MSS %u at first, %u after 64 MiB", first, now);
 	ck_assert_uint_eq(mulpdu, iw_mpa_mulpdu(now, _i == 1));
 	xfer(&ce, &se, OP_READ, 64 * MIB, 8);
