@@ -18,7 +18,9 @@
  *      the end), 4 TCP takes random prefixes, 5 only even WRs signaled,
  *      6 siw TERMINATE layout, 7 sometimes leave a direct destination
  *      unused
- *   3  seed of the chunking and partial-write generator
+ *   3  seed of the chunking and partial-write generator; with the SRQ
+ *      (0 bit 7), its bit 0 also has the SRQ hand out the receive posted
+ *      last (iw_set_srq_order)
  *   4  EMSS = 32 + 8 * this (MULPDU for the QP's own segmentation: small
  *      ones fill the transmit queue with many FPDUs)
  *   5  which send WR groups to post (bit i: group i, see post_sends)
@@ -137,6 +139,7 @@ static const int recv_nsge[NUM_RECV] = {3, 1, 0, 2, 1};
 
 struct settings {
 	bool crc, mk_rx, mk_tx, enforce, p2p, initiator, rfc7306, srq;
+	bool srq_newest; /* the SRQ hands out the receive posted last */
 	uint8_t rtr;
 	uint16_t ird, ord;
 	int seg_mode;
@@ -654,7 +657,8 @@ FUZZ_HARNESS static void on_wc(const struct iw_wc *wc, bool recv)
 	CHECK(++F.ncomp[id] == 1);
 	if (recv) {
 		CHECK(F.kind[id] == WK_RQ || F.kind[id] == WK_SRQ);
-		CHECK(F.last_rq < id + 1);
+		/* In posting order, but for an SRQ that hands out the newest. */
+		CHECK(F.last_rq < id + 1 || F.set.srq_newest);
 		F.last_rq = id + 1;
 		if (wc->status == IW_WC_SUCCESS) {
 			CHECK(wc->opcode == IW_WC_RECV || wc->opcode == IW_WC_RECV_RDMA_WITH_IMM);
@@ -920,6 +924,7 @@ FUZZ_HARNESS static void read_settings(struct settings *s, const uint8_t *p)
 	s->siw = p[2] & 64;
 	s->direct_skip = p[2] & 128;
 	s->seed = p[3];
+	s->srq_newest = s->srq && (p[3] & 1);
 	s->emss = 32 + 8u * p[4];
 	s->groups = p[5];
 	s->act_at = p[6];
@@ -1072,6 +1077,8 @@ FUZZ_HARNESS static void setup(void)
 		    (defs[r].access & (IW_ACCESS_REMOTE_WRITE | IW_ACCESS_REMOTE_ATOMIC)))
 			may_write(F.host[r], defs[r].size);
 	F.srq = s->srq ? K.srq : NULL;
+	if (F.srq && s->srq_newest)
+		CHECK(iw_set_srq_order(F.srq, IW_SRQ_NEWEST_FIRST) == 0);
 	if (!K.qp || s->srq || s->half_signaled || s->rfc7306)
 		qp_make(s);
 	F.qp = K.qp;

@@ -259,6 +259,7 @@ def conversations():
     all_g = G_REG | G_SEND | G_READ | G_WRITE | G_ZERO | G_BIGREAD
     add({}, sc_receives)
     add({"srq": True}, sc_receives)
+    add({"srq": True, "seed": 1}, sc_receives)  # newest receive first
     add({"seg": 1}, sc_receives, sc_repost)
     add({"groups": G_REG}, sc_tagged)
     add({"ird": 7, "groups": G_REG}, sc_reads)

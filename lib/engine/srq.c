@@ -187,6 +187,7 @@ int iw_fuzz_srq_renew(struct iw_srq *srq, const struct iw_srq_attr *attr)
 	iw_async_forget(srq->context, srq);
 	srq->head = srq->count = 0;
 	srq->limit = attr->srq_limit;
+	srq->newest_first = false;
 	return 0;
 }
 #endif

@@ -38,7 +38,7 @@ bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe_buf *out);
 
 #ifdef IW_FUZZING
 /* Fuzzing builds only (-DIW_FUZZING, never the library): make an SRQ no
- * QP uses as iw_create_srq made it with attr (whose max_wr and max_sge
+ * QP uses as iw_create_srq made it (oldest first) with attr (whose max_wr and max_sge
  * must be its own), in the same memory: the WRs still posted go without
  * a completion, as iw_destroy_srq lets them. fuzz/fuzz_qp_rx.c keeps one
  * SRQ across inputs. 0, EBUSY (a QP uses it) or EINVAL (other sizes);
