@@ -3,12 +3,31 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cv.h"
 
+/* IWARP_SRQ_ORDER (iwarp-run(1)): unset, empty or "oldest", verbs' order;
+ * "newest", the receive posted last goes first (iw_set_srq_order: a
+ * server's buffers stay warm in the caches); anything else, EINVAL. */
+static int cv_srq_order(enum iw_srq_order *o)
+{
+	const char *e = getenv("IWARP_SRQ_ORDER");
+
+	*o = IW_SRQ_OLDEST_FIRST;
+	if (!e || !*e || !strcmp(e, "oldest"))
+		return 0;
+	if (strcmp(e, "newest"))
+		return EINVAL;
+	*o = IW_SRQ_NEWEST_FIRST;
+	return 0;
+}
+
 CV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	if (!pd || !attr) {
+	enum iw_srq_order order;
+
+	if (!pd || !attr || cv_srq_order(&order)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -24,6 +43,8 @@ CV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_
 	s->iw = iw_create_srq(cv_container_of(pd, struct cv_pd, pd)->iw, &ia);
 	if (!s->iw)
 		return cv_fail_free(s);
+	if (order != IW_SRQ_OLDEST_FIRST)
+		iw_set_srq_order(s->iw, order); /* valid SRQ and order: cannot fail */
 	s->srq = (struct ibv_srq){.context = pd->context, .srq_context = attr->srq_context, .pd = pd};
 	pthread_mutex_init(&s->srq.mutex, NULL);
 	pthread_cond_init(&s->srq.cond, NULL);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * For the tests that run under iwarp-run with rdma-core's API
- * (tests/compat_mw.c, tests/compat_poll.c): a failed check, CM events, and
- * a connection of the process to itself over 127.0.0.1.
+ * (tests/compat_mw.c, tests/compat_poll.c, tests/compat_srq.c): a failed
+ * check, CM events, and a connection of the process to itself over
+ * 127.0.0.1.
  */
 #ifndef IWARP_TESTS_COMPAT_SELF_H
 #define IWARP_TESTS_COMPAT_SELF_H
