@@ -38,11 +38,11 @@ bool iw_srq_take(struct iw_srq *srq, struct iw_rwqe_buf *out);
 
 #ifdef IW_FUZZING
 /* Fuzzing builds only (-DIW_FUZZING, never the library): make an SRQ no
- * QP uses as iw_create_srq made it (oldest first) with attr (whose max_wr and max_sge
- * must be its own), in the same memory: the WRs still posted go without
- * a completion, as iw_destroy_srq lets them. fuzz/fuzz_qp_rx.c keeps one
- * SRQ across inputs. 0, EBUSY (a QP uses it) or EINVAL (other sizes);
- * nothing changed on error. */
+ * QP uses as iw_create_srq made it (oldest first) with attr (whose max_wr
+ * and max_sge must be its own), in the same memory: the WRs still posted
+ * go without a completion, as iw_destroy_srq lets them. fuzz/fuzz_qp_rx.c
+ * keeps one SRQ across inputs. 0, EBUSY (a QP uses it) or EINVAL (other
+ * sizes); nothing changed on error. */
 int iw_fuzz_srq_renew(struct iw_srq *srq, const struct iw_srq_attr *attr);
 #endif
 

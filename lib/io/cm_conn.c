@@ -76,7 +76,6 @@ static void on_write(evutil_socket_t fd, short what, void *arg);
 static void on_timeout(evutil_socket_t fd, short what, void *arg);
 static void on_pause(evutil_socket_t fd, short what, void *arg);
 static void on_stall(evutil_socket_t fd, short what, void *arg);
-static void sync_events(struct iw_cm_id_int *id);
 static void act(struct iw_cm_id_int *id, unsigned ev);
 static void handback(struct iw_cm_id_int *id);
 static void loop_rx(struct iw_cm_id_int *id, bool wait);
@@ -199,8 +198,8 @@ static void sync_poll_ok(struct iw_cm_id_int *id)
 static void stall_arm(struct iw_cm_id_int *id)
 {
 	struct timeval tv = {.tv_sec = 0, .tv_usec = STALL_CHECK_MS * 1000};
-	if (id->stall && evtimer_add(id->stall, &tv) == 0)
-		id->stall_on = true;
+	if (id->stall && !evtimer_pending(id->stall, NULL))
+		evtimer_add(id->stall, &tv);
 }
 
 static void on_stall(evutil_socket_t fd, short what, void *arg)
@@ -210,14 +209,14 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	iw_ev_enter(ev);
-	id->stall_on = false;
-	int err = 0;
-	socklen_t len = sizeof(err);
-	if (id->fd >= 0 && iw_conn_rx_starved(&id->conn) &&
-	    getsockopt(id->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err)
-		act(id, iw_conn_io_error(&id->conn, sock_err(id, err)));
-	else if (id->fd >= 0)
-		sync_events(id); /* armed again while still starved */
+	if (id->fd >= 0 && iw_conn_rx_starved(&id->conn)) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (getsockopt(id->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err)
+			act(id, iw_conn_io_error(&id->conn, sock_err(id, err)));
+		else
+			stall_arm(id);
+	}
 	iw_ev_leave(ev);
 }
 
@@ -249,7 +248,7 @@ static void sync_events(struct iw_cm_id_int *id)
 		else
 			event_del(id->rd);
 	}
-	if (iw_conn_rx_starved(&id->conn) && !id->stall_on)
+	if (iw_conn_rx_starved(&id->conn))
 		stall_arm(id);
 }
 
@@ -629,7 +628,6 @@ void iw_cm_conn_unhook(struct iw_cm_id_int *id)
 	free_event(&id->tmo);
 	free_event(&id->pause);
 	free_event(&id->stall);
-	id->stall_on = false;
 	iw_cm_batch_unhook(id);
 	id->rd_on = false;
 	id->rd_paused = false;

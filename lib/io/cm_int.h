@@ -99,9 +99,8 @@ struct iw_cm_id_int {
 	uint32_t rd_pause_ms;  /* loop: the pause now running (doubles) */
 	struct event *pause;   /* loop: when to look whether they still poll */
 	/* loop: while the receive hold is full, when to look at the socket's
-	 * error next (cm_conn.c, stall_check); stall_on: it is armed. */
+	 * error next (cm_conn.c, on_stall). */
 	struct event *stall;
-	bool stall_on;
 	/* Counters for tests: the pause timer's wake-ups, the times an
 	 * armed CQ gave the connection back to the loop, and the times a
 	 * full socket made an application thread wake the loop. */
