@@ -645,10 +645,14 @@ static void pair_connect(struct lb_env *e, const struct lb_spec *sp, struct lb_c
 /* pair_connect with the server's receive and the client's send buffer
  * sizes set (iw_conn_opts). */
 static void pair_connect_bufs(struct lb_env *e, struct lb_conn *c, struct lb_conn *s,
-			      uint32_t srv_rcvbuf, uint32_t cli_sndbuf)
+			      uint32_t srv_rcvbuf, uint32_t cli_sndbuf, const struct iw_mpa_opts *mpa)
 {
 	struct iw_conn_opts so = {.comp_mask = IW_CONN_OPTS_RCVBUF, .rcvbuf = srv_rcvbuf};
 	ck_assert_int_eq(iw_cm_set_conn_opts(e->listen, &so), 0);
+	struct iw_mpa_opts lo;
+	if (!mpa)
+		iw_mpa_opts_default(&lo);
+	ck_assert_int_eq(iw_cm_set_mpa_opts(e->listen, mpa ? mpa : &lo), 0);
 	memset(c, 0, sizeof(*c));
 	memset(s, 0, sizeof(*s));
 	struct iw_cm_id *cid;
@@ -656,7 +660,7 @@ static void pair_connect_bufs(struct lb_env *e, struct lb_conn *c, struct lb_con
 	struct iw_conn_opts co = {.comp_mask = IW_CONN_OPTS_SNDBUF, .sndbuf = cli_sndbuf};
 	ck_assert_int_eq(iw_cm_set_conn_opts(cid, &co), 0);
 	conn_qp(c, &e->cli, cid, NULL, NULL, NULL, NULL);
-	struct iw_conn_param cp = {.responder_resources = 16, .initiator_depth = 16};
+	struct iw_conn_param cp = {.responder_resources = 16, .initiator_depth = 16, .mpa = mpa};
 	ck_assert_int_eq(iw_cm_connect(cid, (struct sockaddr *)&e->addr, &cp), 0);
 	static const struct lb_spec dflt;
 	pair_take_request(e, &dflt, s);
@@ -2116,7 +2120,7 @@ START_TEST(test_close_destroy_after_disconnect)
 	struct lb_env e;
 	env_init(&e, r.ctx[0], NULL);
 	struct lb_conn c, s;
-	pair_connect_bufs(&e, &c, &s, 4096, 4 * MIB);
+	pair_connect_bufs(&e, &c, &s, 4096, 4 * MIB, NULL);
 
 	struct lb_buf cb, sb, cm, sm;
 	buf_init(&cb, e.cli.pd, len);
@@ -3205,7 +3209,8 @@ static void ahead_check(struct lb_end *s, const uint8_t *dst, const uint8_t *src
 
 /* c Sends size octets to s, whose poller reads them once queued; the
  * receive has PAD octets of room more, which must stay untouched. */
-static struct ahead_count ahead_send(struct lb_end *c, struct lb_end *s, size_t size)
+static struct ahead_count ahead_send_q(struct lb_end *c, struct lb_end *s, size_t size,
+					int queued)
 {
 	const char *what = "Send read by a poller";
 	uint8_t *src, *dst;
@@ -3215,7 +3220,7 @@ static struct ahead_count ahead_send(struct lb_end *c, struct lb_end *s, size_t 
 	ck_assert_int_eq(post_send1(c->c->qp, 2, IW_WR_SEND, IW_SEND_SIGNALED, src, (uint32_t)size,
 				    c->data.mr->lkey, 0, 0, 0),
 			 0);
-	queued_wait(s->c, AHEAD_QUEUED, what);
+	queued_wait(s->c, queued, what);
 	struct iw_wc wc;
 	wc_spin(s->c->rcq, &wc, 1, what);
 	wc_check(&wc, 1, IW_WC_SUCCESS, IW_WC_RECV, what);
@@ -3224,6 +3229,11 @@ static struct ahead_count ahead_send(struct lb_end *c, struct lb_end *s, size_t 
 	wc_check(&wc, 2, IW_WC_SUCCESS, IW_WC_SEND, what);
 	ahead_check(s, dst, src, size, what);
 	return ahead_since(s->c, t0);
+}
+
+static struct ahead_count ahead_send(struct lb_end *c, struct lb_end *s, size_t size)
+{
+	return ahead_send_q(c, s, size, AHEAD_QUEUED);
 }
 
 /* s Reads size octets from c; its poller reads the Read Response once
@@ -3256,13 +3266,18 @@ struct ahead_pair {
 	struct lb_end ce, se;
 };
 
-static void ahead_open(struct ahead_pair *p)
+static void ahead_open_mpa(struct ahead_pair *p, const struct iw_mpa_opts *mpa)
 {
 	runner_env(&p->r, &p->e, false);
-	pair_connect_bufs(&p->e, &p->c, &p->s, MIB, 0);
+	pair_connect_bufs(&p->e, &p->c, &p->s, MIB, 0, mpa);
 	end_init(&p->ce, &p->c, MIB, "client");
 	end_init(&p->se, &p->s, MIB, "server");
 	runner_pause(&p->r);
+}
+
+static void ahead_open(struct ahead_pair *p)
+{
+	ahead_open_mpa(p, NULL);
 }
 
 static void ahead_close(struct ahead_pair *p)
@@ -3282,6 +3297,29 @@ START_TEST(test_poll_read_ahead)
 	ck_assert_msg(n.ahead >= 1, "1 MiB Send: %u poller reads, none read ahead", n.reads);
 	n = ahead_read(&p.se, &p.ce, 128 * 1024);
 	ck_assert_msg(n.ahead >= 1, "128 KiB Read: %u poller reads, none read ahead", n.reads);
+	ahead_close(&p);
+}
+END_TEST
+
+/* With markers every payload goes through a poller's buffer (none is read
+ * in place): it reads through the context's large buffer, as the loop
+ * does. Into its 16 KiB stack buffer, a 512 KiB Send queued whole took 33
+ * reads, and the sender a window update for each. */
+START_TEST(test_poll_markers_read_large)
+{
+	struct iw_mpa_opts mk;
+	iw_mpa_opts_default(&mk);
+	mk.markers = true;
+	struct ahead_pair p;
+	ahead_open_mpa(&p, &mk);
+	ck_assert(p.s.est.markers_rx);
+	/* The whole message in the socket first: its payload, a marker per
+	 * 512 octets, and each FPDU's header and trailer. */
+	size_t size = 512 * 1024;
+	int wire = (int)(size + size / 128 + 8 * 32);
+	struct ahead_count n = ahead_send_q(&p.ce, &p.se, size, wire);
+	ck_assert_msg(n.reads >= 1 && n.reads <= 16, "512 KiB Send with markers: %u poller reads",
+		      n.reads);
 	ahead_close(&p);
 }
 END_TEST
@@ -3928,7 +3966,7 @@ START_TEST(test_poll_tx_backlog)
 	/* Small buffers both ends: the socket fills at once, whatever the
 	 * kernel's autotuning would have given. */
 	struct lb_conn c, s;
-	pair_connect_bufs(&e, &c, &s, 64 * 1024, 64 * 1024);
+	pair_connect_bufs(&e, &c, &s, 64 * 1024, 64 * 1024, NULL);
 	struct lb_end ce, se;
 	const size_t len = 4 * MIB;
 	end_init(&ce, &c, len, "client");
@@ -4669,6 +4707,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_poll_loop_paused);
 	tcase_add_test(tc, test_poll_read_ahead);
 	tcase_add_test(tc, test_poll_read_ahead_nomem);
+	tcase_add_test(tc, test_poll_markers_read_large);
 	tcase_add_test(tc, test_poll_handback);
 	tcase_add_test(tc, test_poll_busy_cq_keeps_loop_off);
 	tcase_add_test(tc, test_hold_full_stops_reading);

@@ -251,6 +251,16 @@ static inline bool iw_conn_rx_ahead(const struct iw_conn *c)
 	return c->rx_next.valid && c->rx_next.direct && c->rx_next.num_spec;
 }
 
+/* Whether a poller's read goes further with a large buffer than with its
+ * stack buffer: a large message read ahead, or markers, with which every
+ * payload goes through the buffer (iw_conn_poll_plan). Reads of 16 KiB
+ * while the peer sends 64 KiB segments cost the receiver four system
+ * calls for one, and the sender a window update for each. */
+static inline bool iw_conn_rx_bulk(const struct iw_conn *c)
+{
+	return iw_conn_rx_ahead(c) || c->res.markers_rx;
+}
+
 /* One read in iovecs (rx_plan.c), for the loop and for a poller alike:
  * iw_conn_rx_plan_iov fills it, the glue readv()s the iovecs (at most
  * IW_CONN_RX_IOV_MAX), and iw_conn_rx_feed takes the n octets read.

@@ -890,11 +890,13 @@ static void handback(struct iw_cm_id_int *id)
 
 /* A large message is being placed and the engine guessed where its next
  * segments go: read them ahead through one of the context's buffers (the
- * stack buffer is too small for the gather area). Small messages never
- * get here: a ping-pong keeps one recv per message into the stack. */
+ * stack buffer is too small for the gather area). With markers, every
+ * read goes through a buffer: the large one, as the loop's. Small
+ * messages without markers never get here: a ping-pong keeps one recv
+ * per message into the stack. */
 static struct iw_poll_buf *poll_big(struct iw_cm_id_int *id, struct rx_buf *b)
 {
-	if (!iw_conn_rx_ahead(&id->conn))
+	if (!iw_conn_rx_bulk(&id->conn))
 		return NULL;
 	struct iw_poll_buf *big = iw_poll_buf_take(id->pub.context->poll_bufs);
 	if (big) {
