@@ -17,8 +17,8 @@
  * (tx_wait), and pollers keep writing at each visit meanwhile. A post
  * that arrives together with the previous one may leave its FPDUs queued
  * for the next write instead (cm_batch.c: the bound, the next poll or
- * arm, the close, a backstop):
- * every write here takes whatever is queued, so nothing is reordered.
+ * arm, the close, a backstop): every write here takes whatever is
+ * queued, so nothing is reordered.
  * Run to completion (a context with IW_CONTEXT_POLL): application threads
  * that poll (iw_poll_cq, iw_progress) read the socket of a RUNNING
  * connection themselves (iw_cm_conn_poll). Receive ownership is the
@@ -924,7 +924,7 @@ static unsigned poll_rx(struct iw_cm_id_int *id, unsigned *ev)
 		if (b.drained || (*ev & IW_CONN_EV_LOOP))
 			break;
 	}
-	if (big) /* no call on the latency path */
+	if (big) /* without markers, no call on a ping-pong's path */
 		iw_poll_buf_give(big);
 	return got;
 }
