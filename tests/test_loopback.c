@@ -3323,6 +3323,92 @@ START_TEST(test_poll_markers_read_large)
 }
 END_TEST
 
+/* A pair on a polling context (the server's), both QPs made with flags
+ * (ignored by the client's context, which does not poll). */
+static void loop_rx_open(struct ahead_pair *p, uint32_t flags)
+{
+	runner_env(&p->r, &p->e, false);
+	lb_qp_flags = flags;
+	pair_connect_bufs(&p->e, &p->c, &p->s, MIB, 0, NULL);
+	lb_qp_flags = 0;
+	end_init(&p->ce, &p->c, MIB, "client");
+	end_init(&p->se, &p->s, MIB, "server");
+}
+
+/* Message i of size octets from the client into the server's receive i. */
+static void loop_rx_post(struct ahead_pair *p, int i, uint32_t size)
+{
+	uint8_t *src = p->ce.data.p + PAD + (size_t)i * size;
+	uint8_t *dst = p->se.data.p + PAD + (size_t)i * size;
+	ck_assert_int_eq(post_recv1(p->s.qp, 1 + (uint64_t)i, dst, size, p->se.data.mr->lkey), 0);
+	ck_assert_int_eq(post_send1(p->c.qp, 100 + (uint64_t)i, IW_WR_SEND, IW_SEND_SIGNALED, src,
+				    size, p->ce.data.mr->lkey, 0, 0, 0),
+			 0);
+}
+
+/* The server's receive i completed (spinning on its CQ) and the client's
+ * Send with it. */
+static void loop_rx_done(struct ahead_pair *p, int i, uint32_t size, const char *what)
+{
+	struct iw_wc wc;
+	wc_spin(p->s.rcq, &wc, 1, what);
+	wc_check(&wc, 1 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_RECV, what);
+	ck_assert_uint_eq(wc.byte_len, size);
+	wc_spin(p->c.scq, &wc, 1, what);
+	wc_check(&wc, 100 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_SEND, what);
+}
+
+/* With the server's loop paused, a Send waiting whole in its socket:
+ * how many of polls calls of iw_poll_cq on the receive CQ completed it
+ * (0 or 1), and the socket reads they made. */
+static int loop_rx_paused_send(struct ahead_pair *p, int i, int polls, unsigned *reads)
+{
+	const uint32_t size = 4096;
+	runner_pause(&p->r);
+	struct ahead_count t0 = ahead_now(&p->s);
+	loop_rx_post(p, i, size);
+	queued_wait(&p->s, (int)size, "a Send for the paused server");
+	int got = 0;
+	struct iw_wc wc;
+	for (int k = 0; k < polls && !got; k++)
+		got = iw_poll_cq(p->s.rcq, 1, &wc);
+	ck_assert_int_ge(got, 0);
+	*reads = ahead_since(&p->s, t0).reads;
+	runner_resume(&p->r);
+	if (!got) /* the loop reads it now */
+		wc_spin(p->s.rcq, &wc, 1, "the Send after the pause");
+	wc_check(&wc, 1 + (uint64_t)i, IW_WC_SUCCESS, IW_WC_RECV, "the Send after the pause");
+	wc_spin(p->c.scq, &wc, 1, "the Send after the pause");
+	return got;
+}
+
+/* IW_QP_CREATE_LOOP_RX: in a polling context the QP is read by the loop
+ * alone. A thread spinning on its receive CQ gets Sends' completions from
+ * the loop; with the loop paused, a Send in the socket stays there however
+ * often the thread polls, and comes once the loop runs again. Without the
+ * flag the same polls read it at once. */
+START_TEST(test_poll_loop_rx)
+{
+	const char *what = "Sends while the server's thread spins";
+	struct ahead_pair p;
+	loop_rx_open(&p, IW_QP_CREATE_LOOP_RX);
+	pat_fill(p.ce.data.p, MIB, 3);
+	for (int i = 0; i < 8; i++)
+		loop_rx_post(&p, i, 64 * 1024);
+	for (int i = 0; i < 8; i++)
+		loop_rx_done(&p, i, 64 * 1024, what);
+	check_data(p.se.data.p + PAD, p.ce.data.p + PAD, 8 * 64 * 1024, what);
+	unsigned reads;
+	ck_assert_int_eq(loop_rx_paused_send(&p, 8, 10000, &reads), 0);
+	ck_assert_uint_eq(reads, 0);
+	ahead_close(&p);
+	loop_rx_open(&p, 0);
+	ck_assert_int_eq(loop_rx_paused_send(&p, 0, 10000, &reads), 1);
+	ck_assert_uint_gt(reads, 0);
+	ahead_close(&p);
+}
+END_TEST
+
 /* An allocator that, once armed, refuses every allocation of a poller's
  * buffer size (the loop's, IW_RX_BOUNCE_LEN_DEFAULT: armed after the
  * context has made that one) and counts the refusals. */
@@ -4707,6 +4793,7 @@ Suite *suite_loopback(void)
 	tcase_add_test(tc, test_poll_read_ahead);
 	tcase_add_test(tc, test_poll_read_ahead_nomem);
 	tcase_add_test(tc, test_poll_markers_read_large);
+	tcase_add_test(tc, test_poll_loop_rx);
 	tcase_add_test(tc, test_poll_handback);
 	tcase_add_test(tc, test_poll_busy_cq_keeps_loop_off);
 	tcase_add_test(tc, test_hold_full_stops_reading);

@@ -4457,7 +4457,7 @@ START_TEST(test_hold_create)
 	ck_assert_int_eq(errno, EINVAL);
 	a.srq = NULL;
 	a.cap.max_recv_wr = 4;
-	a.create_flags = IW_QP_CREATE_RECV_HOLD << 1;
+	a.create_flags = IW_QP_CREATE_LOOP_RX << 1; /* the first bit not defined */
 	ck_assert_ptr_null(iw_create_qp(w.pd, &a));
 	a.create_flags = IW_QP_CREATE_RECV_HOLD;
 	struct iw_qp *qp = iw_create_qp(w.pd, &a);

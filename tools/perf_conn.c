@@ -146,7 +146,9 @@ int perf_sess_open(struct perf_sess *s)
 {
 	s->tcp_listen_fd = -1;
 	/* A server learns whether to poll from the client, after this: its
-	 * context can always be polled (unpolled, it behaves as any other). */
+	 * context can always be polled (unpolled, it behaves as any other),
+	 * and data QPs made for a client that does not poll are left to the
+	 * loop (data_qp). */
 	struct iw_context_attr a = {.comp_mask = IW_CONTEXT_ATTR_FLAGS,
 				    .flags = s->server || perf_polling(&s->o) ? IW_CONTEXT_POLL : 0};
 	if (s->o.loops) {
@@ -462,10 +464,15 @@ static int data_qp(struct perf_sess *s, struct iw_cm_id *id, uint32_t i)
 	s->qp_grp[i] = loop % s->ngrp;
 	const struct perf_cqs *g = &s->grp[s->qp_grp[i]];
 	uint32_t sq = 2 * s->o.tx_depth + 8, rq = perf_rx_depth(&s->o) + 8;
+	/* Not busy-polling, the server's polling context leaves the data
+	 * connections to its loop, as a blocking application's context
+	 * would: its thread's polls between sleeps would otherwise read the
+	 * stream in small pieces as it arrives (IW_QP_CREATE_LOOP_RX). */
 	struct iw_qp_init_attr qa = {
 		.send_cq = g->scq, .recv_cq = g->rcq, .qp_type = IW_QPT_RC,
 		.cap = {.max_send_wr = sq > 16384 ? 16384 : sq, .max_recv_wr = rq,
 			.max_send_sge = 1, .max_recv_sge = 1},
+		.create_flags = perf_polling(&s->o) ? 0 : IW_QP_CREATE_LOOP_RX,
 	};
 	int rc = iw_cm_create_qp(id, s->pd, &qa);
 	if (rc)

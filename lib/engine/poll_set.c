@@ -161,6 +161,11 @@ static bool cq_polled(const struct iw_qp *qp, const struct iw_cq *cq, unsigned *
 	return changed && now != atomic_load(&cq->arm_polls) && iw_qp_rx_feeds(qp, cq);
 }
 
+bool iw_qp_polled(const struct iw_qp *qp)
+{
+	return qp->context->poll_mode && !(qp->create_flags & IW_QP_CREATE_LOOP_RX);
+}
+
 bool iw_qp_feed_polled(const struct iw_qp *qp, unsigned seen[2])
 {
 	bool r = cq_polled(qp, qp->recv_cq, &seen[0]);
@@ -210,7 +215,7 @@ void iw_qp_set_glue(struct iw_qp *qp, void *glue, void (*wake)(struct iw_qp *qp,
 {
 	__atomic_store_n(&qp->wake, wake, __ATOMIC_RELEASE);
 	__atomic_store_n(&qp->glue, glue, __ATOMIC_RELEASE);
-	if (glue || !qp->context->poll_mode)
+	if (glue || !iw_qp_polled(qp))
 		return;
 	struct iw_poll_set *v[3];
 	qp_sets(qp, v);

@@ -84,8 +84,11 @@ bool iw_qp_rx_feeds(const struct iw_qp *qp, const struct iw_cq *cq);
  * the connection, so only this tells the loop that it is there. */
 bool iw_qp_feed_polled(const struct iw_qp *qp, unsigned seen[2]);
 
-/* A QP of a polling context enters its context's and CQs' sets when it is
- * created and leaves them when destroyed (0 or ENOMEM). */
+/* Do pollers read for qp: its context polls and the QP did not ask to be
+ * left to the loop (IW_QP_CREATE_LOOP_RX)? */
+bool iw_qp_polled(const struct iw_qp *qp);
+/* A polled QP (iw_qp_polled) enters its context's and CQs' sets when it
+ * is created and leaves them when destroyed (0 or ENOMEM). */
 int iw_qp_poll_join(struct iw_qp *qp);
 void iw_qp_poll_leave(struct iw_qp *qp);
 /* Attach (glue non-NULL) or detach the connection driving qp, with its

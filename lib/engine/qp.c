@@ -181,7 +181,8 @@ static void qp_free(struct iw_qp *qp)
 static bool create_attr_ok(const struct iw_pd *pd, const struct iw_qp_init_attr *attr)
 {
 	return pd && attr && attr->send_cq && attr->recv_cq && attr->qp_type == IW_QPT_RC &&
-	       !(attr->create_flags & ~(uint32_t)(IW_QP_CREATE_RFC7306 | IW_QP_CREATE_RECV_HOLD)) &&
+	       !(attr->create_flags & ~(uint32_t)(IW_QP_CREATE_RFC7306 | IW_QP_CREATE_RECV_HOLD |
+						 IW_QP_CREATE_LOOP_RX)) &&
 	       !((attr->create_flags & IW_QP_CREATE_RECV_HOLD) && attr->srq) && cap_valid(attr);
 }
 
@@ -254,7 +255,7 @@ IW_EXPORT struct iw_qp *iw_create_qp(struct iw_pd *pd, struct iw_qp_init_attr *a
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (qp->context->poll_mode && iw_qp_poll_join(qp)) {
+	if (iw_qp_polled(qp) && iw_qp_poll_join(qp)) {
 		atomic_fetch_sub(&qp->context->num_qps, 1);
 		qp_free(qp);
 		errno = ENOMEM;
@@ -296,7 +297,7 @@ IW_EXPORT int iw_destroy_qp(struct iw_qp *qp)
 		return 0;
 	if (qp->glue)
 		return EBUSY; /* still owned by a CM id: use iw_cm_destroy_qp */
-	if (qp->context->poll_mode)
+	if (iw_qp_polled(qp))
 		iw_qp_poll_leave(qp); /* waits for pollers inside */
 	iw_qp_lock(qp);
 	/* Unsent Read Responses hold references on their source MRs. */

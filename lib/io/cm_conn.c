@@ -175,12 +175,11 @@ static int ensure_events(struct iw_cm_id_int *id)
 }
 
 /* Pollers may read a running connection's socket from now on (or no
- * longer may). */
+ * longer may): not at all for a QP left to the loop. */
 static void sync_poll_ok(struct iw_cm_id_int *id)
 {
-	atomic_store_explicit(&id->poll_ok,
-			      id->pub.context->poll_mode && id->conn.state == IW_CONN_RUNNING,
-			      memory_order_release);
+	bool ok = id->conn.state == IW_CONN_RUNNING && id->conn.qp && iw_qp_polled(id->conn.qp);
+	atomic_store_explicit(&id->poll_ok, ok, memory_order_release);
 }
 
 /* A connection whose receive hold is full reads nothing (neither the
