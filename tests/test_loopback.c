@@ -3264,12 +3264,23 @@ struct ahead_pair {
 	struct lb_end ce, se;
 };
 
-static void ahead_open_mpa(struct ahead_pair *p, const struct iw_mpa_opts *mpa)
+/* A pair on a polling context (the server's) with MPA options mpa (if
+ * any), both QPs made with flags (the client's context does not poll and
+ * ignores IW_QP_CREATE_LOOP_RX); the server's loop still runs. */
+static void ahead_pair_open(struct ahead_pair *p, const struct iw_mpa_opts *mpa, uint32_t flags)
 {
 	runner_env(&p->r, &p->e, false);
+	lb_qp_flags = flags;
 	pair_connect_bufs(&p->e, &p->c, &p->s, MIB, 0, mpa);
+	lb_qp_flags = 0;
 	end_init(&p->ce, &p->c, MIB, "client");
 	end_init(&p->se, &p->s, MIB, "server");
+}
+
+/* The same with the server's loop paused: its pollers alone read. */
+static void ahead_open_mpa(struct ahead_pair *p, const struct iw_mpa_opts *mpa)
+{
+	ahead_pair_open(p, mpa, 0);
 	runner_pause(&p->r);
 }
 
@@ -3322,18 +3333,6 @@ START_TEST(test_poll_markers_read_large)
 	ahead_close(&p);
 }
 END_TEST
-
-/* A pair on a polling context (the server's), both QPs made with flags
- * (ignored by the client's context, which does not poll). */
-static void loop_rx_open(struct ahead_pair *p, uint32_t flags)
-{
-	runner_env(&p->r, &p->e, false);
-	lb_qp_flags = flags;
-	pair_connect_bufs(&p->e, &p->c, &p->s, MIB, 0, NULL);
-	lb_qp_flags = 0;
-	end_init(&p->ce, &p->c, MIB, "client");
-	end_init(&p->se, &p->s, MIB, "server");
-}
 
 /* Message i of size octets from the client into the server's receive i. */
 static void loop_rx_post(struct ahead_pair *p, int i, uint32_t size)
@@ -3391,7 +3390,7 @@ START_TEST(test_poll_loop_rx)
 {
 	const char *what = "Sends while the server's thread spins";
 	struct ahead_pair p;
-	loop_rx_open(&p, IW_QP_CREATE_LOOP_RX);
+	ahead_pair_open(&p, NULL, IW_QP_CREATE_LOOP_RX);
 	pat_fill(p.ce.data.p, MIB, 3);
 	for (int i = 0; i < 8; i++)
 		loop_rx_post(&p, i, 64 * 1024);
@@ -3402,7 +3401,7 @@ START_TEST(test_poll_loop_rx)
 	ck_assert_int_eq(loop_rx_paused_send(&p, 8, 10000, &reads), 0);
 	ck_assert_uint_eq(reads, 0);
 	ahead_close(&p);
-	loop_rx_open(&p, 0);
+	ahead_pair_open(&p, NULL, 0);
 	ck_assert_int_eq(loop_rx_paused_send(&p, 0, 10000, &reads), 1);
 	ck_assert_uint_gt(reads, 0);
 	ahead_close(&p);

@@ -57,7 +57,6 @@ struct bw_run {
 	bool tx, rx, timed, armed;
 	double deadline, t0, t_end, rx_t0, rx_end, last_move;
 	uint32_t cq_mod, inc, per_cycle, rx_depth, credit_every, sq_cap;
-	int spin;                       /* idle rounds spent yielding before sleeping */
 	struct bw_qp q[PERF_MAX_QPS];
 	uint64_t tx_msgs, rx_msgs;
 	struct perf_trace trace;
@@ -337,6 +336,17 @@ static bool credits_done(const struct bw_run *b)
 	return true;
 }
 
+/* Idle rounds spent yielding before sleeping. A receiver that does not
+ * busy-poll sleeps at once, as a blocking application does: its loop
+ * thread, on the same CPU, receives for it (IW_QP_CREATE_LOOP_RX), and
+ * every round spent yielding takes CPU from that thread (64 KiB SEND:
+ * 0.71-0.81x raw TCP with 16 rounds, 0.94-1.20x with none). A sender's
+ * rounds save it the wake-ups of frequent completions. */
+static int spin_rounds(const struct bw_run *b)
+{
+	return !b->tx && !perf_polling(&b->s->o) ? 0 : 16;
+}
+
 /* Nothing moved: yield while credits are awaited (they come by memory) or
  * for a few rounds, then arm the CQs and go round once more (a completion
  * that raced the arming is found by that round's polls), then sleep on the
@@ -344,7 +354,7 @@ static bool credits_done(const struct bw_run *b)
  * threads that move the data. */
 static int idle(struct bw_run *b, int rounds, bool credit_bound)
 {
-	if (credit_bound || rounds < b->spin) {
+	if (credit_bound || rounds < spin_rounds(b)) {
 		sched_yield();
 		return 0;
 	}
@@ -466,13 +476,6 @@ static void setup(struct bw_run *b, struct perf_sess *s, uint64_t size, bool tx,
 	b->rx = rx;
 	b->timed = s->o.duration > 0;
 	b->iters = s->o.iters;
-	/* A receiver that does not busy-poll sleeps at once, as a blocking
-	 * application does: its loop thread, on the same CPU, receives for
-	 * it (IW_QP_CREATE_LOOP_RX), and every round spent yielding takes
-	 * CPU from that thread (64 KiB SEND: 0.71-0.81x raw TCP with 16
-	 * rounds, 0.94-1.20x with none). A sender's rounds save it the
-	 * wake-ups of frequent completions. */
-	b->spin = !b->tx && !perf_polling(&s->o) ? 0 : 16;
 	b->rx_depth = perf_rx_depth(&s->o);
 	b->credit_every = b->rx_depth / 3 ? b->rx_depth / 3 : 1;
 	uint32_t sq = 2 * s->o.tx_depth + 8;
