@@ -1848,6 +1848,59 @@ START_TEST(test_txq_spare)
 }
 END_TEST
 
+/* Markers on: a QP streaming bulk data grows its stage from the smallest
+ * to the largest size, one doubling per batch that filled it, so that it
+ * hands the kernel writes as large as a big message (qp.h); one sending
+ * 4 KiB messages keeps the smallest. Data intact across the swaps. */
+static size_t stage_stream(struct world *w, size_t len, int msgs, size_t *max_batch)
+{
+	struct end *A = &w->e[0], *B = &w->e[1];
+	struct buf *a = buf_new(w, w->pd, len, ACC_RW);
+	struct buf *b = buf_new(w, w->pd, len, ACC_RW);
+	for (int m = 0; m < msgs; m++) {
+		fill(a->p, len, 70 + (uint32_t)m);
+		struct iw_sge sg = sge_of(a, 0, len);
+		ck_assert_int_eq(post_rdma(A->qp, (uint64_t)m, IW_WR_RDMA_WRITE, IW_SEND_SIGNALED,
+					   &sg, 1, b->p, b->mr->rkey),
+				 0);
+		size_t n;
+		while ((n = take_tx(w, A->qp)) > 0) {
+			feed(w, B->qp, w->mp.stage, n);
+			*max_batch = n > *max_batch ? n : *max_batch;
+		}
+		expect_wc(A->scq, (uint64_t)m, IW_WC_SUCCESS, IW_WC_RDMA_WRITE);
+		ck_assert(memcmp(a->p, b->p, len) == 0);
+	}
+	ck_assert_ptr_null(A->qp->txq);
+	ck_assert_ptr_nonnull(w->ctx->txq_spare);
+	return w->ctx->txq_spare->stage_cap;
+}
+
+START_TEST(test_txq_stage_grows)
+{
+	struct cfg g = {.crc = true, .mk_ab = true, .mk_ba = true, .emss = 65483};
+	struct world w;
+	world_new(&w, &g);
+	world_start(&w);
+	size_t max_batch = 0;
+	/* 128 KiB, then 256, 512 and 1024 KiB: four full batches. */
+	ck_assert_uint_eq(stage_stream(&w, (size_t)4 << 20, 1, &max_batch), IW_TXQ_STAGE_MAX);
+	ck_assert_uint_gt(max_batch, IW_TXQ_STAGE_MAX - 2 * 66 * 1024);
+	ck_assert_uint_le(max_batch, IW_TXQ_STAGE_MAX);
+	/* It stays that size: a second stream writes 1 MiB batches at once. */
+	max_batch = 0;
+	ck_assert_uint_eq(stage_stream(&w, (size_t)2 << 20, 2, &max_batch), IW_TXQ_STAGE_MAX);
+	ck_assert_uint_gt(max_batch, IW_TXQ_STAGE_MAX - 2 * 66 * 1024);
+	world_free(&w);
+	world_new(&w, &g);
+	world_start(&w);
+	max_batch = 0;
+	ck_assert_uint_eq(stage_stream(&w, 4096, 8, &max_batch), IW_TXQ_STAGE_MIN);
+	ck_assert_uint_le(max_batch, 4096 + 256);
+	world_free(&w);
+}
+END_TEST
+
 /* A writer that built and wrote everything has answered the TX event the
  * post raised: the next locked step (a poller's receive batch) must not
  * send the glue to build again for nothing, a transmit attempt per message
@@ -3002,7 +3055,8 @@ static void a_term_behind_full_txq(struct hfix *f)
 	/* As full as it gets: iovecs, or with markers the stage (one more
 	 * 64 KiB FPDU would not fit). */
 	const struct iw_txq *q = f->qp->txq;
-	ck_assert(q->cnt > IW_TXQ_IOV - 64 || (q->stage && q->stage_used > IW_TXQ_STAGE - 65536));
+	ck_assert(q->cnt > IW_TXQ_IOV - 64 ||
+		  (q->stage && q->stage_used > q->stage_cap - 66 * 1024));
 	uint8_t d[16] = {0};
 	host_write(&f->h, 0x00ABCD00u, 0x1000, d, sizeof(d));
 	ck_assert_int_eq(qp_state(f->qp), IW_QPS_ERR);
@@ -4537,6 +4591,7 @@ Suite *suite_qp(void)
 	tcase_add_loop_test(tc, test_conn_lost, 0, 3);
 	tcase_add_test(tc, test_modify_err);
 	tcase_add_test(tc, test_txq_spare);
+	tcase_add_test(tc, test_txq_stage_grows);
 	tcase_add_test(tc, test_tx_event_answered);
 	tcase_add_test(tc, test_read_resp_tx_event);
 	tcase_add_test(tc, test_read_req_batch);

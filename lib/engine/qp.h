@@ -137,9 +137,14 @@ struct iw_irqe {
 #define IW_TXQ_RESERVE_HDR 256
 /* An FPDU this small is copied whole into hdr (qp_txq.c). */
 #define IW_TXQ_COPY_MAX 256
-/* With markers on, larger FPDUs are framed whole into a staging area of
- * this size (qp_txq.c), one iovec for many of them. */
-#define IW_TXQ_STAGE (256 * 1024)
+/* With markers on, larger FPDUs are framed whole into a staging area
+ * (qp_txq.c), one iovec for many of them. It starts at the first size (two
+ * of the largest FPDUs) and doubles up to the second each time a batch
+ * filled it: a QP streaming bulk data then hands the kernel writes of a
+ * large message's size, as raw TCP and the unmarked path do, while one
+ * sending small messages keeps a small stage. */
+#define IW_TXQ_STAGE_MIN (128 * 1024)
+#define IW_TXQ_STAGE_MAX (1024 * 1024)
 
 /* Outbound FPDUs gathered for writev. Held only while the QP has octets
  * to write (qp_txq.c: drained queues go to the context's spare slot).
@@ -164,7 +169,8 @@ struct iw_txq {
 	/* Markers on: FPDUs framed in place (NULL until a QP with markers
 	 * transmits, or when out of memory: then they are gathered). */
 	uint8_t *stage;
-	size_t stage_used;
+	size_t stage_used, stage_cap;
+	bool stage_full;         /* a batch ended for want of stage room */
 };
 
 struct iw_srq;
