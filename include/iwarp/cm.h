@@ -252,7 +252,7 @@ int iw_cm_set_mpa_opts(struct iw_cm_id *id, const struct iw_mpa_opts *opts);
 #define IW_RELISTEN_MS_MAX 60000 /* iw_conn_opts.relisten_ms at most */
 #define IW_RELISTEN_BACKLOG 16   /* connections a parked listening socket queues at most */
 #define IW_TX_BATCH_MSGS_DEFAULT 16      /* iw_conn_opts.tx_batch_msgs */
-#define IW_TX_BATCH_BYTES_DEFAULT 65536  /* iw_conn_opts.tx_batch_bytes */
+#define IW_TX_BATCH_BYTES_DEFAULT 524288 /* iw_conn_opts.tx_batch_bytes */
 #define IW_TX_BATCH_US_DEFAULT 100       /* iw_conn_opts.tx_batch_us */
 #define IW_TX_BATCH_MSGS_MAX 4096
 #define IW_TX_BATCH_BYTES_MAX (16u << 20)
@@ -374,7 +374,7 @@ struct iw_conn_opts {
 	 * pause, or one answering
 	 * octets that arrived (a ping-pong), is written at once. A WR's
 	 * completion still follows the write of its last octet. Defaults 16
-	 * messages, 64 KiB and 100 us; tx_batch_msgs 0 or 1 writes every
+	 * messages, 512 KiB and 100 us; tx_batch_msgs 0 or 1 writes every
 	 * post at once (as before). At most IW_TX_BATCH_MSGS_MAX,
 	 * IW_TX_BATCH_BYTES_MAX and IW_TX_BATCH_US_MAX; tx_batch_us at least 1. */
 	uint32_t tx_batch_msgs;
