@@ -7,9 +7,9 @@
  * to TCP's speed.
  *
  * The same holds for larger messages: a 64 KiB Write stream written a
- * message per sendmsg ran at 0.86-0.91x raw TCP on loopback (the kernel
- * did more of its TCP work on the writer's CPU with small writes), and at
- * 1.1-1.3x sharing writes of up to 512 KiB, the default byte bound.
+ * message per sendmsg ran at 0.86-1.04x raw TCP on loopback (the kernel
+ * did more of TCP's work on the writer's CPU with smaller writes), and at
+ * 1.24-1.49x sharing writes of up to 512 KiB, the default byte bound.
  *
  * A post that comes within tx_batch_us of the connection's previous post,
  * with nothing read from the socket in between, has its FPDUs framed into
