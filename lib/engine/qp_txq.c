@@ -113,11 +113,6 @@ bool iw_txq_empty(const struct iw_txq *q)
 /* An empty stage must take any FPDU, or a batch could never start. */
 _Static_assert(STAGE_NEED(IW_MPA_ULPDU_MAX) <= IW_TXQ_STAGE_MIN, "stage below one FPDU");
 
-static size_t stage_need(size_t ulpdu)
-{
-	return STAGE_NEED(ulpdu);
-}
-
 /* A larger FPDU of a QP with markers goes to the stage (txq_fpdu_staged). */
 static bool staged(const struct iw_qp *qp, size_t ulpdu)
 {
@@ -150,7 +145,7 @@ bool iw_txq_room(const struct iw_qp *qp, size_t ulpdu, int n, bool reserve)
 		need_iov += IW_TXQ_RESERVE_IOV;
 		need_hdr += IW_TXQ_RESERVE_HDR;
 	}
-	if (staged(qp, ulpdu) && q->stage_used + stage_need(ulpdu) > q->stage_cap) {
+	if (staged(qp, ulpdu) && q->stage_used + STAGE_NEED(ulpdu) > q->stage_cap) {
 		q->stage_full = true;
 		return false;
 	}
