@@ -54,16 +54,24 @@ static uint64_t now_ns(void)
 #define RELAXED memory_order_relaxed
 
 /* Does this post arrive together with the previous one: within the
- * window, nothing read in between? Records it for the next post. */
-static bool together(struct iw_cm_id_int *id)
+ * window, nothing read in between? Records it for the next post. A post
+ * that answers octets read is never held, so it reads no clock before
+ * its write: *stamp asks the caller to record the time after it (a
+ * ping-pong's answer then waits for no clock read, 25 ns a post on the
+ * machine of the README's tables; the next post measures its window from
+ * a few microseconds later, against a window of 100). */
+static bool together(struct iw_cm_id_int *id, bool *stamp)
 {
+	unsigned rx = atomic_load_explicit(&id->rx_seq, RELAXED);
+	if (rx != atomic_load_explicit(&id->batch_rx, RELAXED)) {
+		atomic_store_explicit(&id->batch_rx, rx, RELAXED);
+		*stamp = true;
+		return false;
+	}
 	uint64_t now = now_ns();
 	uint64_t last = atomic_load_explicit(&id->batch_at, RELAXED);
-	unsigned rx = atomic_load_explicit(&id->rx_seq, RELAXED);
-	unsigned last_rx = atomic_load_explicit(&id->batch_rx, RELAXED);
 	atomic_store_explicit(&id->batch_at, now, RELAXED);
-	atomic_store_explicit(&id->batch_rx, rx, RELAXED);
-	return rx == last_rx && now - last < (uint64_t)id->conn.tune.tx_batch_us * 1000;
+	return now - last < (uint64_t)id->conn.tune.tx_batch_us * 1000;
 }
 
 /* On the context's held list, so that the next poll writes it. False:
@@ -97,10 +105,10 @@ static void backstop_want(struct iw_cm_id_int *id)
 
 /* Hold the post's FPDUs? Not when the connection needs a write or the
  * loop anyway (full socket, starved receive, QP in ERR). */
-static bool hold(struct iw_cm_id_int *id)
+static bool hold(struct iw_cm_id_int *id, bool *stamp)
 {
 	const struct iw_conn_tune *t = &id->conn.tune;
-	if (t->tx_batch_msgs <= 1 || !together(id))
+	if (t->tx_batch_msgs <= 1 || !together(id, stamp))
 		return false;
 	if (atomic_load_explicit(&id->tx_full, RELAXED) || iw_conn_rx_starved(&id->conn) ||
 	    iw_conn_wants_loop(&id->conn))
@@ -125,8 +133,12 @@ static bool hold(struct iw_cm_id_int *id)
 
 void iw_cm_conn_post(struct iw_cm_id_int *id)
 {
-	if (!hold(id))
-		iw_cm_conn_tx(id);
+	bool stamp = false;
+	if (hold(id, &stamp))
+		return;
+	iw_cm_conn_tx(id);
+	if (stamp)
+		atomic_store_explicit(&id->batch_at, now_ns(), RELAXED);
 }
 
 /* Under held_lock, so that the loop cannot close and free an id that
