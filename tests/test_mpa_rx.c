@@ -113,11 +113,13 @@ static struct rec rec_a, rec_b;
  * iw_fpdu_rx_next. Off before every test (held_off). */
 static bool held;
 static int runs_seen;
+static int wholes_seen;
 
 static void held_off(void)
 {
 	held = false;
 	runs_seen = 0;
+	wholes_seen = 0;
 }
 
 static void rec_reset(struct rec *r)
@@ -153,7 +155,7 @@ static void record_run(struct rec *r, const struct iw_fpdu_rx *rx, const struct 
 static void record(struct rec *r, const struct iw_rx_event *ev, const uint8_t *in, size_t n)
 {
 	ck_assert_ptr_nonnull(ev->seg);
-	switch (ev->kind) {
+	switch ((unsigned)ev->kind) { /* IW_RX_SEG_WHOLE is no public kind */
 	case IW_RX_SEG_HDR:
 		REQUIRE(!r->in_seg);
 		REQUIRE((ev->seg->payload_len) == ((uint32_t)ev->seg->ulpdu_len - ev->seg->raw_hdr_len));
@@ -190,6 +192,18 @@ static void record(struct rec *r, const struct iw_rx_event *ev, const uint8_t *i
 		r->segs[r->nseg++] = *ev->seg;
 		r->in_seg = false;
 		break;
+	case IW_RX_SEG_WHOLE: {
+		/* The header (with all its payload) and the end in one. */
+		struct iw_rx_event part = *ev;
+
+		REQUIRE(held);
+		wholes_seen++;
+		part.kind = IW_RX_SEG_HDR;
+		record(r, &part, in, n);
+		part.kind = IW_RX_SEG_END;
+		record(r, &part, in, n);
+		break;
+	}
 	default:
 		ck_abort_msg("unknown event kind %d", ev->kind);
 	}
@@ -613,6 +627,63 @@ START_TEST(t_held_runs)
 	iw_fpdu_rx_init(&rx, true, true, 300, 0, 0);
 	REQUIRE(feed(&rx, &rec_a, wire, n) == 0);
 	ck_assert_int_eq(runs_seen, 1);
+}
+END_TEST
+
+/* Held decoding without markers: a segment whose trailer came in the same
+ * input as its header is one IW_RX_SEG_WHOLE event (payload lengths with
+ * every pad, none); cut into reads of every length, the segments, payload
+ * and CRCs are the same. A bad CRC is no whole event: the header comes
+ * first, then the error. With the CRC off, the segment is whole too. */
+static size_t put_sends(uint8_t *wire, size_t cap, bool crc)
+{
+	struct iw_fpdu_tx tx;
+	size_t n = 0;
+
+	iw_fpdu_tx_init(&tx, crc, false, 0);
+	for (size_t plen = 0; plen <= 5; plen++)
+		n += put_fpdu(&tx, wire + n, cap - n, send_hdr, 18, pattern, plen);
+	n += put_fpdu(&tx, wire + n, cap - n, write_hdr, 14, pattern, 4096);
+	return n;
+}
+
+START_TEST(t_held_whole)
+{
+	static uint8_t wire[8000];
+	struct iw_fpdu_rx rx;
+	const size_t plen_total = 0 + 1 + 2 + 3 + 4 + 5 + 4096;
+
+	fill_pattern();
+	held = true;
+	for (int crc = 0; crc < 2; crc++) {
+		size_t n = put_sends(wire, sizeof(wire), crc);
+		rec_reset(&rec_a);
+		wholes_seen = 0;
+		iw_fpdu_rx_init(&rx, crc, false, 0, 0, 0);
+		REQUIRE(feed(&rx, &rec_a, wire, n) == 0);
+		ck_assert_int_eq(wholes_seen, 7);
+		ck_assert_int_eq(rec_a.nseg, 7);
+		for (size_t chunk = 1; chunk <= 200; chunk++) {
+			rec_reset(&rec_b);
+			iw_fpdu_rx_init(&rx, crc, false, 0, 0, 0);
+			REQUIRE(feed_chunks(&rx, &rec_b, wire, n, chunk) == 0);
+			REQUIRE(iw_fpdu_rx_finish(&rx) == 0);
+			REQUIRE(rec_b.nseg == 7 && rec_b.plen == plen_total);
+			REQUIRE(memcmp(rec_b.pay, rec_a.pay, plen_total) == 0);
+			for (int i = 0; i < 7; i++)
+				REQUIRE(rec_b.segs[i].crc == rec_a.segs[i].crc);
+		}
+	}
+	size_t n = put_sends(wire, sizeof(wire), true);
+	size_t first = 2 + 18 + 4; /* the zero-length Send: no pad */
+	wire[first - 1] ^= 0x01;
+	rec_reset(&rec_a);
+	wholes_seen = 0;
+	iw_fpdu_rx_init(&rx, true, false, 0, 0, 0);
+	ck_assert_int_eq(feed(&rx, &rec_a, wire, n), -EBADMSG);
+	ck_assert_int_eq(wholes_seen, 0);
+	ck_assert(rec_a.in_seg);
+	ck_assert_int_eq(rec_a.nseg, 0);
 }
 END_TEST
 
@@ -1167,6 +1238,7 @@ Suite *suite_mpa_rx(void)
 	tcase_add_loop_test(tc, t_stream_random_cuts, 0, 2);
 	tcase_add_test(tc, t_held_runs);
 	tcase_add_test(tc, t_held_run_bad_marker);
+	tcase_add_test(tc, t_held_whole);
 	tcase_add_test(tc, t_err_crc);
 	tcase_add_loop_test(tc, t_err_flip_every_byte, 0, 2);
 	tcase_add_loop_test(tc, t_err_marker, 0, 2);

@@ -631,12 +631,17 @@ static void decoder_error(struct iw_qp *qp, int rc)
 static void handle(struct iw_qp *qp, const struct iw_rx_event *ev)
 {
 	uint16_t t = 0;
-	switch ((unsigned)ev->kind) { /* IW_RX_PAYLOAD_RUN is no public kind */
+	/* IW_RX_PAYLOAD_RUN and IW_RX_SEG_WHOLE are no public kinds */
+	switch ((unsigned)ev->kind) {
 	case IW_RX_SEG_HDR:
-		/* With the payload that came with it (iw_fpdu_rx_next_held). */
+	case IW_RX_SEG_WHOLE:
+		/* With the payload that came with it (iw_fpdu_rx_next_held),
+		 * and for a whole segment its end too. */
 		t = on_hdr(qp, ev->seg);
 		if (!t && ev->len && rx_live(qp))
 			on_payload(qp, ev->data, ev->len, ev->off);
+		if (!t && ev->kind == IW_RX_SEG_WHOLE && rx_live(qp))
+			t = on_end(qp, ev->seg);
 		break;
 	case IW_RX_PAYLOAD:
 		on_payload(qp, ev->data, ev->len, ev->off);

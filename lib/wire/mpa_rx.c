@@ -420,6 +420,32 @@ static size_t take_trailer(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const 
 	return k;
 }
 
+/* Held decoding, markers off, right after an IW_RX_SEG_HDR event in ev
+ * that carried the whole payload: when the trailer is in the input too
+ * and the CRC holds, take it now and report the segment whole
+ * (IW_RX_SEG_WHOLE). A bad CRC is left to the next call, which fails as
+ * before, after the header event was handled. Returns the octets used. */
+static size_t take_whole(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *p,
+			 size_t n)
+{
+	uint32_t pad = iw_mpa_pad(rx->seg.ulpdu_len);
+	if (rx->state != RX_TRAILER || rx->got || n < rx->need)
+		return 0;
+	if (!rx->pad_crc_done)
+		crc_feed(rx, p, pad);
+	crc_flush(rx);
+	uint32_t wire_crc = iw_crc32c_get_wire(p + pad);
+	if (rx->crc && !(rx->flags & IW_RX_SKIP_CRC) &&
+	    iw_crc32c_final(rx->crc_state) != wire_crc) {
+		rx->pad_crc_done = true; /* fed: the next call fails on it */
+		return 0;
+	}
+	rx->seg.crc = wire_crc;
+	rx->state = RX_IDLE;
+	ev->kind = IW_RX_SEG_WHOLE;
+	return rx->need;
+}
+
 /* One step in the current state over at most n octets (n never crosses a
  * marker). Returns the octets used. */
 static size_t step(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *p, size_t n,
@@ -503,6 +529,11 @@ static int rx_next(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t 
 		n = step(rx, ev, in + pos, n, &rc, runs);
 		pos += n;
 		rx->stream_off += (uint32_t)n;
+		if (runs && !rx->markers && rc == 1 && ev->kind == IW_RX_SEG_HDR) {
+			n = take_whole(rx, ev, in + pos, in_len - pos);
+			pos += n;
+			rx->stream_off += (uint32_t)n;
+		}
 	}
 	*consumed = pos;
 	return rc;

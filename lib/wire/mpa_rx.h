@@ -19,6 +19,13 @@
  * the payload offset of the first. iw_fpdu_rx_run_* walk its pieces. */
 #define IW_RX_PAYLOAD_RUN ((enum iw_rx_kind)0x40)
 
+/* Held decoding only (markers off): a whole segment in one event, when its
+ * trailer came in the same input as its header and its CRC is good: an
+ * IW_RX_SEG_HDR event (with the payload that came with it: all of it)
+ * and its IW_RX_SEG_END in one, so that a small message costs one decoder
+ * call and one dispatch instead of two. */
+#define IW_RX_SEG_WHOLE ((enum iw_rx_kind)0x41)
+
 /* iw_fpdu_rx_next, except that CRC-covered octets of in may stay queued
  * when it returns (they are fed with the adjacent octets of the next call,
  * in one CRC call per contiguous run instead of one per marker interval),
@@ -28,7 +35,8 @@
  * IW_RX_SEG_HDR event carries the payload octets that follow the header in
  * in up to the next marker (data, len, off 0, as an IW_RX_PAYLOAD event
  * would; len 0 when none do): one call less per FPDU whose payload arrived
- * with its header. */
+ * with its header, and an IW_RX_SEG_WHOLE event instead of both when its
+ * trailer did too. */
 int iw_fpdu_rx_next_held(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *in,
 			 size_t in_len, size_t *consumed);
 /* Feed the queued octets to the CRC now. */
