@@ -32,7 +32,10 @@
 /* Limits. */
 #define IW_MAX_SGE 16
 #define IW_MAX_INLINE 1024
-#define IW_INLINE_SMALL 32 /* kept in the WQE itself (struct iw_swqe) */
+/* Inline data kept in the WQE itself (struct iw_swqe): up to 64 octets,
+ * an NVMe-oF command capsule's size and a ping-pong's, so that those cost
+ * no malloc and free per post. */
+#define IW_INLINE_SMALL 64
 #define IW_MAX_QP_WR 16384
 #define IW_MAX_ORD_IRD 128
 /* QPs alive at once per context (each connected one also holds a socket). */
