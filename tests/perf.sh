@@ -145,6 +145,11 @@ waits() {
 }
 pair "send_lat (polls by default)" 1 --test send_lat -s 64 -n 500
 waits "send_lat" busy-poll
+# A taken receive is posted again after the answer while others are
+# posted (-r 2: one other), before it with a single one (-r 1); the sizes
+# cross the inline bound (236 octets).
+pair "send_lat -r 1" 1 --test send_lat -s 64 -n 500 -r 1
+pair "send_lat -r 2 -a" 9 --test send_lat -a --max-size 512 -n 200 -r 2
 pair "write_lat --no-poll" 1 --test write_lat -s 64 -n 500 --no-poll
 waits "write_lat --no-poll" blocking
 pair "write --poll" 1 --test write --poll -s 65536 -n 300

@@ -131,9 +131,22 @@ static int post_at(struct lat_run *l, enum iw_wr_opcode op, uint32_t len, uint64
 	return rc ? -1 : 0;
 }
 
+/* Small Writes and Sends go inline, as perftest's latency tools post
+ * them (their default inline sizes): the data is copied at the post, with
+ * no registration to look up, as a socket's send(2) copies it. */
+#define LAT_INLINE_WRITE 220
+#define LAT_INLINE_SEND 236
+
+static unsigned inline_flag(enum iw_wr_opcode op, uint64_t size)
+{
+	if (op == IW_WR_RDMA_WRITE)
+		return size <= LAT_INLINE_WRITE ? IW_SEND_INLINE : 0;
+	return op == IW_WR_SEND && size <= LAT_INLINE_SEND ? IW_SEND_INLINE : 0;
+}
+
 static int post(struct lat_run *l, enum iw_wr_opcode op)
 {
-	return post_at(l, op, (uint32_t)l->size, 0, 0);
+	return post_at(l, op, (uint32_t)l->size, 0, inline_flag(op, l->size));
 }
 
 static bool more(const struct lat_run *l, uint64_t cnt, double now)
@@ -224,18 +237,26 @@ int perf_lat_send(struct perf_sess *s, uint64_t size, struct perf_result *r)
 	uint64_t scnt = 0, rcnt = 0;
 	for (;;) {
 		bool go_recv = (l.timed || rcnt < l.iters) && !(scnt < 1 && !s->server);
+		/* The receive a message took is posted again after the answer
+		 * went out, off the round trip's path, while others are posted
+		 * (rx > 1); with one receive, before the answer (the peer's
+		 * next message could otherwise find none). */
+		bool after = false;
 		if (go_recv) {
 			int w = wait_wc(&l, s->rcq, "receive");
 			if (w > 0)
 				break;
-			if (w < 0 || repost(&l, ++rcnt, rx))
+			after = rx > 1;
+			if (w < 0 || (!after && repost(&l, ++rcnt, rx)))
 				goto fail;
+			rcnt += after;
 		}
 		double now = perf_now();
 		if (!more(&l, scnt, now))
 			break;
 		scnt++;
-		if (post(&l, IW_WR_SEND) || wait_wc(&l, s->scq, "send") < 0)
+		if (post(&l, IW_WR_SEND) || wait_wc(&l, s->scq, "send") < 0 ||
+		    (after && repost(&l, rcnt, rx)))
 			goto fail;
 		l.last_move = now;
 		perf_progress_tick(&l.prog, scnt);
