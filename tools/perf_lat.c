@@ -247,9 +247,9 @@ int perf_lat_send(struct perf_sess *s, uint64_t size, struct perf_result *r)
 			if (w > 0)
 				break;
 			after = rx > 1;
-			if (w < 0 || (!after && repost(&l, ++rcnt, rx)))
+			rcnt++;
+			if (w < 0 || (!after && repost(&l, rcnt, rx)))
 				goto fail;
-			rcnt += after;
 		}
 		double now = perf_now();
 		if (!more(&l, scnt, now))

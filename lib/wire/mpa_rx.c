@@ -378,15 +378,21 @@ static size_t take_payload(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const 
 	return k;
 }
 
+/* The CRC field is in: record it, and whether it matches what was fed.
+ * CRC off: the field is present but carries nothing (RFC 5044). */
+static bool crc_holds(struct iw_fpdu_rx *rx, const uint8_t *crc_field)
+{
+	crc_flush(rx);
+	rx->seg.crc = iw_crc32c_get_wire(crc_field);
+	return !rx->crc || (rx->flags & IW_RX_SKIP_CRC) ||
+	       iw_crc32c_final(rx->crc_state) == rx->seg.crc;
+}
+
 static int trailer_done(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const uint8_t *crc_field)
 {
 	struct iw_ddp_seg *s = &rx->seg;
 
-	crc_flush(rx);
-	s->crc = iw_crc32c_get_wire(crc_field);
-	/* CRC off: the field is present but carries nothing (RFC 5044). */
-	if (rx->crc && !(rx->flags & IW_RX_SKIP_CRC) &&
-	    iw_crc32c_final(rx->crc_state) != s->crc)
+	if (!crc_holds(rx, crc_field))
 		return fail(rx, IW_WERR_FPDU_CRC);
 	rx->state = RX_IDLE;
 	ev->kind = IW_RX_SEG_END;
@@ -433,14 +439,9 @@ static size_t take_whole(struct iw_fpdu_rx *rx, struct iw_rx_event *ev, const ui
 		return 0;
 	if (!rx->pad_crc_done)
 		crc_feed(rx, p, pad);
-	crc_flush(rx);
-	uint32_t wire_crc = iw_crc32c_get_wire(p + pad);
-	if (rx->crc && !(rx->flags & IW_RX_SKIP_CRC) &&
-	    iw_crc32c_final(rx->crc_state) != wire_crc) {
-		rx->pad_crc_done = true; /* fed: the next call fails on it */
+	rx->pad_crc_done = true; /* fed: a bad CRC fails the next call */
+	if (!crc_holds(rx, p + pad))
 		return 0;
-	}
-	rx->seg.crc = wire_crc;
 	rx->state = RX_IDLE;
 	ev->kind = IW_RX_SEG_WHOLE;
 	return rx->need;

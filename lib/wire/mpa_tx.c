@@ -330,8 +330,8 @@ static size_t flat_wire_len(const struct iw_fpdu_tx *tx, uint32_t ulpdu_len)
 
 /* Without markers an FPDU is its parts end to end: one copy each, where
  * flat_put, which watches for markers, cost five calls and their loops
- * per FPDU of a ping-pong. Returns the FPDU's length. */
-static size_t flat_plain(const struct iw_fpdu_tx *tx, uint8_t *dst, const uint8_t *hdr,
+ * per FPDU of a ping-pong. */
+static void flat_plain(const struct iw_fpdu_tx *tx, uint8_t *dst, const uint8_t *hdr,
 			 size_t hdr_len, const struct iovec *payload, int payload_cnt,
 			 uint32_t ulpdu_len)
 {
@@ -347,7 +347,6 @@ static size_t flat_plain(const struct iw_fpdu_tx *tx, uint8_t *dst, const uint8_
 	pos += pad;
 	uint32_t crc = tx->crc ? iw_crc32c_final(iw_crc32c_update(IW_CRC32C_INIT, dst, pos)) : 0;
 	iw_crc32c_put_wire(dst + pos, crc);
-	return pos + IW_MPA_CRC_LEN;
 }
 
 /* The contiguous fast path (mpa_tx.h): the same octets as iw_fpdu_encode
@@ -368,8 +367,8 @@ size_t iw_fpdu_encode_flat(struct iw_fpdu_tx *tx, uint8_t *dst, size_t cap, cons
 	if (!wire || wire > cap)
 		return 0;
 	if (!tx->markers) {
-		tx->stream_off += (uint32_t)flat_plain(tx, dst, hdr, hdr_len, payload, payload_cnt,
-						       ulpdu_len);
+		flat_plain(tx, dst, hdr, hdr_len, payload, payload_cnt, ulpdu_len);
+		tx->stream_off += (uint32_t)wire;
 		return wire;
 	}
 	uint8_t len[2];
