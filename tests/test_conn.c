@@ -162,6 +162,32 @@ static size_t fpdu_len(const uint8_t *w)
 	return 2 + ulpdu + iw_mpa_pad(ulpdu) + IW_MPA_CRC_LEN;
 }
 
+/* The first segment of the Send at w, received as the glue would: its
+ * header, then its payload in place. Returns the octets placed. */
+static size_t first_in_place(struct side *b, const uint8_t *w)
+{
+	size_t hdr = 2 + IW_DDP_UNTAGGED_HDR_LEN, used = 0;
+	b->pending |= iw_conn_recv(&b->c, w, hdr, &used);
+	uint8_t *dst = NULL;
+	size_t cap = BUF;
+	size_t d = iw_conn_rx_plan(&b->c, &dst, &cap);
+	ck_assert_uint_gt(d, 4096);
+	memcpy(dst, w + hdr, d);
+	b->pending |= iw_conn_recv_placed(&b->c, d, NULL, 0, &used);
+	return d;
+}
+
+/* Where the FPDUs of the len-octet Send at w end. */
+static size_t send_end(const uint8_t *w, size_t len)
+{
+	size_t off = 0, got = 0;
+	while (got < len) {
+		got += (((size_t)w[off] << 8 | w[off + 1]) - IW_DDP_UNTAGGED_HDR_LEN);
+		off += fpdu_len(w + off);
+	}
+	return off;
+}
+
 /* A small segment read shortly after a large one (the short last segment
  * of a message cut at MULPDU, or the next message's first): the bounce
  * buffer is offered only the rest of it and the next header, so that a
@@ -183,24 +209,13 @@ START_TEST(test_plan_small_after_large)
 	write_out(&p, a);
 	const uint8_t *w = a->wire.p;
 	size_t hdr = 2 + IW_DDP_UNTAGGED_HDR_LEN, used = 0;
-	/* The first segment's payload in place. */
-	b->pending |= iw_conn_recv(&b->c, w, hdr, &used);
-	uint8_t *dst = NULL;
-	size_t cap = BUF;
-	size_t d = iw_conn_rx_plan(&b->c, &dst, &cap);
-	ck_assert_uint_gt(d, 4096);
-	memcpy(dst, w + hdr, d);
-	b->pending |= iw_conn_recv_placed(&b->c, d, NULL, 0, &used);
+	size_t d = first_in_place(b, w);
 	/* The rest of the first message and the second's header through
 	 * the bounce buffer. */
-	size_t off = 0, got = 0;
-	while (got < 40000) {
-		got += (((size_t)w[off] << 8 | w[off + 1]) - IW_DDP_UNTAGGED_HDR_LEN);
-		off += fpdu_len(w + off);
-	}
-	ck_assert_uint_eq(got, 40000);
+	size_t off = send_end(w, 40000);
 	b->pending |= iw_conn_recv(&b->c, w + hdr + d, off - d, &used);
-	cap = BUF;
+	uint8_t *dst = NULL;
+	size_t cap = BUF;
 	ck_assert_uint_eq(iw_conn_rx_plan(&b->c, &dst, &cap), 0);
 	ck_assert_uint_le(cap, 100 + 7 + 2 + IW_FPDU_HDR_MAX);
 	b->pending |= iw_conn_recv(&b->c, w + off + hdr, a->wire.len - off - hdr, &used);
@@ -211,6 +226,79 @@ START_TEST(test_plan_small_after_large)
 	expect_wc(b, 1, IW_WC_SUCCESS);
 	expect_wc(b, 2, IW_WC_SUCCESS);
 	ck_assert_mem_eq(b->buf, a->buf, 40100);
+	pair_free(&p);
+}
+END_TEST
+
+/* Small messages after a large one (commands between large transfers):
+ * the first read after it still stops at the next header, the later ones
+ * take a run of small segments but no more than direct_min octets, so
+ * that a large payload behind them is not read into the bounce buffer
+ * whole. They used to take the whole buffer after four reads: whole FPDUs
+ * of the next 128 KiB Read Response were copied (25 KiB per I/O in
+ * iwarp-nvmet at QD 8). */
+START_TEST(test_plan_small_run_after_large)
+{
+	struct pair p;
+	pair_new(&p, MP_WHOLE);
+	struct side *a = &p.s[0], *b = &p.s[1];
+	enum { SMALL = 8, BIG = 40000 };
+	post_recv(b, 1, 0, BIG);
+	for (int i = 0; i < SMALL; i++)
+		post_recv(b, 2 + (uint64_t)i, BIG + 100 * (size_t)i, 100);
+	post_recv(b, 2 + SMALL, BIG + 100 * SMALL, BIG);
+	establish(&p);
+	fill(a->buf, 2 * BIG + 100 * SMALL, 9);
+	post(a, 10, IW_WR_SEND, 0, BIG, 0, 0);
+	for (int i = 0; i < SMALL; i++)
+		post(a, 11 + (uint64_t)i, IW_WR_SEND, BIG + 100 * (size_t)i, 100, 0, 0);
+	post(a, 11 + SMALL, IW_WR_SEND, BIG + 100 * SMALL, BIG, 0, 0);
+	write_out(&p, a);
+	const uint8_t *w = a->wire.p;
+	size_t hdr = 2 + IW_DDP_UNTAGGED_HDR_LEN, used = 0;
+	const size_t look = 7 + 2 + IW_FPDU_HDR_MAX;
+	/* The large message: its first payload in place, the rest plain. */
+	size_t d = first_in_place(b, w), off = send_end(w, BIG);
+	b->pending |= iw_conn_recv(&b->c, w + hdr + d, off - d - hdr, &used);
+	uint8_t *dst = NULL;
+	size_t cap = BUF;
+	/* The small messages, read as the glue reads: plan, then take at
+	 * most what the plan offered. */
+	size_t end = off, small = fpdu_len(w + off);
+	for (int i = 0; i < SMALL; i++)
+		end += fpdu_len(w + end);
+	size_t caps[2 * SMALL];
+	int reads = 0;
+	while (off < end) {
+		ck_assert_int_lt(reads, 2 * SMALL);
+		cap = BUF;
+		ck_assert_uint_eq(iw_conn_rx_plan(&b->c, &dst, &cap), 0);
+		caps[reads++] = cap;
+		size_t n = end - off < cap ? end - off : cap;
+		b->pending |= iw_conn_recv(&b->c, w + off, n, &used);
+		ck_assert_uint_eq(used, n);
+		off += n;
+	}
+	/* To the next header first, then one for the rest of that segment,
+	 * then a run of several. */
+	ck_assert_uint_le(caps[0], look);
+	ck_assert_int_eq(reads, 3);
+	ck_assert_uint_gt(caps[reads - 1], 2 * small);
+	for (int i = 0; i < reads; i++)
+		ck_assert_uint_le(caps[i], IW_DIRECT_MIN_DEFAULT);
+	/* The large message behind them: the read after the run stops at
+	 * direct_min octets, so most of its payload still lands in place. */
+	cap = BUF;
+	ck_assert_uint_eq(iw_conn_rx_plan(&b->c, &dst, &cap), 0);
+	ck_assert_uint_le(cap, IW_DIRECT_MIN_DEFAULT);
+	b->pending |= iw_conn_recv(&b->c, w + off, a->wire.len - off, &used);
+	a->wire.len = 0;
+	settle(&p);
+	for (int i = 0; i <= SMALL + 1; i++)
+		expect_wc(a, 10 + (uint64_t)i, IW_WC_SUCCESS);
+	for (int i = 0; i <= SMALL + 1; i++)
+		expect_wc(b, 1 + (uint64_t)i, IW_WC_SUCCESS);
+	ck_assert_mem_eq(b->buf, a->buf, 2 * BIG + 100 * SMALL);
 	pair_free(&p);
 }
 END_TEST
@@ -1059,6 +1147,7 @@ Suite *suite_conn(void)
 	tcase_add_loop_test(tc, test_exchange, 0, MP_NUM_MODES);
 	tcase_add_test(tc, test_plan_short_tail);
 	tcase_add_test(tc, test_plan_small_after_large);
+	tcase_add_test(tc, test_plan_small_run_after_large);
 	tcase_add_test(tc, test_plan_markers);
 	tcase_add_loop_test(tc, test_spec_xfer, 0, 2 * (int)(sizeof(spec_cases) / sizeof(spec_cases[0])));
 	tcase_add_test(tc, test_spec_crc_error);

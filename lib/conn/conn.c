@@ -9,9 +9,10 @@
 /* Trailer of one FPDU plus the largest header of the next: after a large
  * segment, read just past the next header so its payload can go direct. */
 #define RX_LOOKAHEAD IW_CONN_RX_LOOKAHEAD
-/* Small segments after a large one before reads between segments take
- * the whole bounce buffer again. */
-#define RX_BIG_AFTER 4
+/* Reads in small segments after a large one before reads between
+ * segments take the whole bounce buffer again. The first stops at the next
+ * header; the others take up to direct_min octets (small_cap). */
+#define RX_BIG_AFTER 16
 /* Segments up to this long that find the socket backed up are read many
  * per call into the bounce buffer and copied, rather than one system call
  * each in place: a copy of a few KiB costs less than a readv, and a
@@ -361,6 +362,23 @@ size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t
 	return room_clamp(c, poll_plan(c, dst, cap, direct_min), cap);
 }
 
+/* How far a read in small segments shortly after a large one goes. The
+ * first read after it stops at the next header: a message cut at MULPDU
+ * ends in a short segment, and the next message is most likely large too.
+ * Once small ones follow (commands between large transfers), reading one
+ * per system call cost more than it saved: those after take a run of
+ * small segments, up to direct_min octets, which is also all of a large
+ * payload behind them that lands in the bounce buffer to be copied. With
+ * no limit, such reads took whole FPDUs of the next large message there
+ * (iwarp-nvmet, 128 KiB writes by RDMA READ at QD 8: 25 KiB per I/O). */
+static size_t small_cap(const struct iw_conn *c, uint32_t seg_len, uint32_t direct_min)
+{
+	size_t exact = (size_t)seg_len + RX_LOOKAHEAD;
+	if (c->rx_big == RX_BIG_AFTER || exact >= direct_min)
+		return exact;
+	return direct_min;
+}
+
 static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t direct_min)
 {
 	*dst = NULL;
@@ -396,8 +414,8 @@ static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t 
 		 * the next payload would be read there and copied rather than
 		 * landing in place. */
 		*dst = NULL;
-		if (c->rx_big && *cap > seg_len + RX_LOOKAHEAD)
-			*cap = seg_len + RX_LOOKAHEAD;
+		if (c->rx_big && *cap > small_cap(c, seg_len, direct_min))
+			*cap = small_cap(c, seg_len, direct_min);
 		if (seg_len && c->rx_big)
 			c->rx_big--;
 		return 0;
