@@ -235,7 +235,7 @@ END_TEST
  * take a run of small segments but no more than direct_min octets, so
  * that a large payload behind them is not read into the bounce buffer
  * whole. They used to take the whole buffer after four reads: whole FPDUs
- * of the next 128 KiB Read Response were copied (25 KiB per I/O in
+ * of the next 128 KiB Read Response were copied (16-25 KiB per I/O in
  * iwarp-nvmet at QD 8). */
 START_TEST(test_plan_small_run_after_large)
 {

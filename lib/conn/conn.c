@@ -370,7 +370,7 @@ size_t iw_conn_poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t
  * small segments, up to direct_min octets, which is also all of a large
  * payload behind them that lands in the bounce buffer to be copied. With
  * no limit, such reads took whole FPDUs of the next large message there
- * (iwarp-nvmet, 128 KiB writes by RDMA READ at QD 8: 25 KiB per I/O). */
+ * (iwarp-nvmet, 128 KiB writes by RDMA READ at QD 8: 16-25 KiB per I/O). */
 static size_t small_cap(const struct iw_conn *c, uint32_t seg_len, uint32_t direct_min)
 {
 	size_t exact = (size_t)seg_len + RX_LOOKAHEAD;
@@ -414,8 +414,9 @@ static size_t poll_plan(struct iw_conn *c, uint8_t **dst, size_t *cap, uint32_t 
 		 * the next payload would be read there and copied rather than
 		 * landing in place. */
 		*dst = NULL;
-		if (c->rx_big && *cap > small_cap(c, seg_len, direct_min))
-			*cap = small_cap(c, seg_len, direct_min);
+		size_t lim = c->rx_big ? small_cap(c, seg_len, direct_min) : SIZE_MAX;
+		if (*cap > lim)
+			*cap = lim;
 		if (seg_len && c->rx_big)
 			c->rx_big--;
 		return 0;
