@@ -116,6 +116,12 @@ cap_start() {
 	# ib_write_bw -s 4096 sent from the guest. 65549 is the largest frame
 	# (an IP datagram of 65535 octets and its Ethernet header): about
 	# 2,000 slots.
+	# The log of an earlier run of NAME must go first: the redirection
+	# below truncates it only once the background job runs, and the wait
+	# for "listening on" could read the stale line before that and start
+	# the traffic uncaptured (seen: a 24-octet pcap, "0 packets
+	# received", in a tree where check-interop had run before).
+	rm -f "$IWI_OUT/$name.tcpdump.log" "$IWI_OUT/$name.pcap"
 	ip netns exec "$IWI_NETNS" tcpdump -i "$IWI_BRIDGE" -s 65549 -B 131072 -U --immediate-mode \
 		-w "$IWI_OUT/$name.pcap" "$filter" >"$IWI_OUT/$name.tcpdump.log" 2>&1 &
 	echo $! >"$IWI_OUT/$name.cap.pid"
