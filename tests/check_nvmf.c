@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * NVMe over Fabrics wire formats (tools/nvmet/nvmf_*.c): each structure
+ * NVMe over Fabrics wire formats (tools/nvmet/nvmf_*.c) and the RAM disk's
+ * copy (ram_map.c): each wire structure
  * built from the field values and compared with octets written out by hand
  * from the specifications (and what Linux's nvme-rdma sends), then parsed
  * back; every malformed input a parser can meet gives the status that
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "nvmet/nvmf.h"
+#include "nvmet/ram_map.h"
 
 /* ------------------------------------------------------------ CM */
 
@@ -347,6 +349,38 @@ START_TEST(disc_entry)
 }
 END_TEST
 
+/* ------------------------------------------------------------ RAM disk */
+
+/* Every length around the streaming threshold and the 64-octet step, to
+ * aligned and unaligned destinations: the copy is exact, the octets
+ * either side untouched. */
+START_TEST(ram_store_exact)
+{
+	static const size_t lens[] = {0, 1, 63, 64, 65, 4096, 32767, 32768, 32769, 32831, 131077};
+	static const size_t offs[] = {0, 16, 8, 1};
+	size_t cap = 131077 + 64;
+	uint8_t *src = malloc(cap), *dst = aligned_alloc(64, cap + 64), *fill = malloc(cap + 64);
+	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(dst);
+	ck_assert_ptr_nonnull(fill);
+	memset(fill, 0xa5, cap + 64);
+	for (size_t i = 0; i < cap; i++)
+		src[i] = (uint8_t)(i * 131 + (i >> 8));
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++) {
+			size_t end = offs[o] + lens[l];
+			memcpy(dst, fill, cap + 64);
+			ram_store(dst + offs[o], src + 3, lens[l]);
+			ck_assert(memcmp(dst + offs[o], src + 3, lens[l]) == 0);
+			ck_assert(memcmp(dst, fill, offs[o]) == 0);
+			ck_assert(memcmp(dst + end, fill, cap + 64 - end) == 0);
+		}
+	free(fill);
+	free(src);
+	free(dst);
+}
+END_TEST
+
 Suite *suite_nvmf_wire(void);
 Suite *suite_nvmf_wire(void)
 {
@@ -365,6 +399,7 @@ Suite *suite_nvmf_wire(void)
 	tcase_add_test(tc, id_ns_and_desc);
 	tcase_add_test(tc, get_log_fields);
 	tcase_add_test(tc, disc_entry);
+	tcase_add_test(tc, ram_store_exact);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,7 +15,11 @@
  * time (MAP_POPULATE would fault before the advice is given).
  */
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "ram_map.h"
 
@@ -28,4 +32,46 @@ void *ram_map(size_t len)
 	for (size_t off = 0; off < len; off += 4096)
 		((volatile uint8_t *)p)[off] = 0;
 	return p;
+}
+
+/*
+ * A write into a RAM namespace lands in memory no cache holds (a disk's
+ * worth of it, written once and read back much later), from a receive
+ * buffer a cache does hold (the SRQ hands out the buffer freed last).
+ * memcpy stores through the cache: each line is first read from memory,
+ * then written back. Streaming stores skip that read. On the machine of
+ * the README's figures, 128 KiB from a warm buffer into a 64 MiB region:
+ * 8.5 us with memcpy, 5.3 us with streaming stores (a microbenchmark,
+ * 4000 copies, median of three). Below RAM_STREAM_MIN the lines may well
+ * be read again soon (metadata, small random writes) and memcpy stays.
+ */
+#define RAM_STREAM_MIN (32u << 10)
+
+#if defined(__x86_64__)
+static void stream_copy(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	for (; len >= 64; len -= 64, dst += 64, src += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)src);
+		__m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+		__m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+		_mm_stream_si128((__m128i *)dst, a);
+		_mm_stream_si128((__m128i *)(dst + 16), b);
+		_mm_stream_si128((__m128i *)(dst + 32), c);
+		_mm_stream_si128((__m128i *)(dst + 48), d);
+	}
+	_mm_sfence(); /* the stores are seen before the completion is sent */
+	memcpy(dst, src, len);
+}
+#endif
+
+void ram_store(void *dst, const void *src, size_t len)
+{
+#if defined(__x86_64__)
+	if (len >= RAM_STREAM_MIN && ((uintptr_t)dst & 15) == 0) {
+		stream_copy(dst, src, len);
+		return;
+	}
+#endif
+	memcpy(dst, src, len);
 }

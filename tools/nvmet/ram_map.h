@@ -10,4 +10,9 @@
  * munmap. */
 void *ram_map(size_t len);
 
+/* Copy len octets into RAM-disk memory: streaming stores for a large
+ * copy to a 16-octet aligned destination where the machine has them,
+ * else memcpy. The data is visible to other threads on return. */
+void ram_store(void *dst, const void *src, size_t len);
+
 #endif

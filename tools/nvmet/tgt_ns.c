@@ -204,7 +204,7 @@ uint16_t tgt_ns_write(struct tgt_ns *ns, const void *buf, uint64_t slba, uint32_
 	size_t len = (size_t)nlb << ns->lbads;
 	off_t off = (off_t)(slba << ns->lbads);
 	if (ns->ram) {
-		memcpy(ns->ram + off, buf, len);
+		ram_store(ns->ram + off, buf, len);
 		return 0;
 	}
 	const void *src = buf;
