@@ -187,6 +187,10 @@ grep -q '^iwarp-nvmet: loop .* [1-9][0-9]* writes by RDMA READ, ' "$TMP/tgt.out"
 # ... straight into the RAM namespace, and reads were sent from it.
 grep -q '^iwarp-nvmet: loop .* [1-9][0-9]* in place, ' "$TMP/tgt.out" &&
 	ok "RAM namespace data moved in place" || bad "no I/O in place counted"
+# ... the Writes fetched by RDMA READ into the slots' buffers first (all
+# of them fit the default --write-stage, twice the L2 cache or 2 MiB).
+grep -q '^iwarp-nvmet: loop .* in place, [1-9][0-9]* staged, ' "$TMP/tgt.out" &&
+	ok "writes by RDMA READ staged in the slots' buffers" || bad "no write staged"
 
 # The same through the slots' buffers (--copy-ram): nothing in place.
 start_target -N ram:4M -b 512 --loops 1 --copy-ram || exit 1
@@ -200,6 +204,29 @@ grep -q '^iwarp-nvmet: loop 0: .* [1-9][0-9]* writes by RDMA READ, 0 in place, '
 	ok "--copy-ram: writes fetched by RDMA READ, none in place" ||
 	{ bad "--copy-ram: I/O in place"; cat "$TMP/tgt.out"; }
 
+# --write-stage 0: Writes by RDMA READ straight into the namespace,
+# verified by reading them back.
+start_target -N ram:4M -b 512 --loops 1 --write-stage 0 || exit 1
+perf "--write-stage 0: fill 128 KiB qd 4, RDMA READ, generation 4" --fill -b 131072 -d 4 -g 4 \
+	--no-inline
+perf "--write-stage 0: random reads 8 KiB qd 8 verify generation 4" -r randread -b 8192 -d 8 \
+	-c 1000 -V -g 4
+stop_target || bad "target exit status"
+grep -q '^iwarp-nvmet: loop 0: .* [1-9][0-9]* writes by RDMA READ, [1-9][0-9]* in place, 0 staged, ' \
+	"$TMP/tgt.out" && ok "--write-stage 0: writes in place, none staged" ||
+	{ bad "--write-stage 0: writes staged"; cat "$TMP/tgt.out"; }
+
+# --write-stage 128K: a 64 KiB Write staged while at most two are in
+# flight (the first always), in place with 32 in flight. Writes only, so
+# "in place" counts Writes.
+start_target -N ram:8M -b 512 --loops 1 --write-stage 128K || exit 1
+perf "--write-stage 128K: random writes 64 KiB qd 32, RDMA READ" -r randwrite -b 65536 -d 32 \
+	-c 3000 --no-inline
+stop_target || bad "target exit status"
+grep -q '^iwarp-nvmet: loop 0: .* [1-9][0-9]* in place, [1-9][0-9]* staged, ' "$TMP/tgt.out" &&
+	ok "--write-stage 128K: some writes staged, the rest in place" ||
+	{ bad "--write-stage 128K: bound not kept"; cat "$TMP/tgt.out"; }
+
 # --spin-us: a loop with its own RDMA READs out polls for their answers.
 # Writes by RDMA READ (--no-inline) and by Send, verified, and the summary
 # counts answers that polling found.
@@ -208,7 +235,7 @@ perf "--spin-us: randrw 64 KiB qd 8 verify, RDMA READ" -r randrw -b 65536 -d 8 -
 	--no-inline
 perf "--spin-us: randrw 4 KiB qd 16 verify (in-capsule writes)" -r randrw -b 4096 -d 16 -c 3000 -V
 stop_target || bad "target exit status"
-grep -q '^iwarp-nvmet: loop 0: .* writes by RDMA READ, .* in place, [1-9][0-9]* answers polled, ' \
+grep -q '^iwarp-nvmet: loop 0: .* writes by RDMA READ, .* staged, [1-9][0-9]* answers polled, ' \
 	"$TMP/tgt.out" && ok "--spin-us: answers found by polling" ||
 	{ bad "--spin-us: no answer polled"; cat "$TMP/tgt.out"; }
 

@@ -36,6 +36,9 @@ static void usage(FILE *f)
 	      "  -w, --pcap FILE        trace every connection into a pcap file\n"
 	      "      --copy-ram         move RAM namespace data through the slots' buffers\n"
 	      "                         (default: RDMA READ and WRITE in the namespace itself)\n"
+	      "      --write-stage N    RAM namespace writes by RDMA READ go through the slots'\n"
+	      "                         buffers while a loop has at most N octets of data in\n"
+	      "                         flight (default: twice the CPU's L2 cache; 0: never)\n"
 	      "      --spin-us N        a loop with an RDMA READ or Send of its own out polls\n"
 	      "                         up to N us for the answer before it sleeps (default 0)\n"
 	      "  -v, --verbose          say what happens to connections and failed commands\n"
@@ -78,7 +81,7 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 		{"host", 1, 0, 'H'}, {"inline", 1, 0, 'I'}, {"max-io", 1, 0, 'm'},
 		{"queues", 1, 0, 'q'}, {"queue-size", 1, 0, 'Q'}, {"slots", 1, 0, 'S'},
 		{"loops", 1, 0, 'L'}, {"pcap", 1, 0, 'w'}, {"copy-ram", 0, 0, 'C'},
-		{"spin-us", 1, 0, 'U'}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"spin-us", 1, 0, 'U'}, {"write-stage", 1, 0, 'W'}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	unsigned long v;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "a:p:n:N:s:b:DH:I:m:q:Q:S:L:w:vh", lo, NULL)) != -1) {
@@ -117,6 +120,7 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 		case 'w': o->tr.pcap = optarg; break;
 		case 'C': o->tr.copy_ram = true; break;
 		case 'U': bad = num(optarg, 0, 1000000, &v); o->tr.spin_us = (uint32_t)v; break;
+		case 'W': bad = num(optarg, 0, 1ul << 40, &v); o->tr.write_stage = (int64_t)v; break;
 		case 'v': cfg->verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return 2;
@@ -147,7 +151,7 @@ int main(int argc, char **argv)
 {
 	static struct tgt t;
 	struct tgt_cfg *cfg = &t.cfg;
-	struct opts o = {.tr = {.port = 4420, .slots = 1024}, .size = 64 << 20, .bs = 512};
+	struct opts o = {.tr = {.port = 4420, .slots = 1024, .write_stage = -1}, .size = 64 << 20, .bs = 512};
 	snprintf(cfg->subnqn, sizeof(cfg->subnqn), "%s", DEFAULT_NQN);
 	cfg->icd_max = 16384;
 	cfg->max_io = 131072;

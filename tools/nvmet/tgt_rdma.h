@@ -19,6 +19,9 @@ struct tr_opts {
 	bool copy_ram;       /* RAM namespaces through the slots' buffers, not in place */
 	uint32_t spin_us;    /* a loop awaiting its own RDMA READ or Send polls up
 			      * to this long before it sleeps; 0: always sleeps */
+	int64_t write_stage; /* RAM namespace writes by RDMA READ go through the slots'
+			      * buffers while a loop's data in flight is at most this;
+			      * -1: twice the CPU's L2 cache; 0: never (stage_write) */
 };
 
 /* Serve until SIGINT or SIGTERM: 0, or 1 after a setup failure (said on
