@@ -81,7 +81,8 @@ static int parse(int argc, char **argv, struct tgt_cfg *cfg, struct opts *o)
 		{"host", 1, 0, 'H'}, {"inline", 1, 0, 'I'}, {"max-io", 1, 0, 'm'},
 		{"queues", 1, 0, 'q'}, {"queue-size", 1, 0, 'Q'}, {"slots", 1, 0, 'S'},
 		{"loops", 1, 0, 'L'}, {"pcap", 1, 0, 'w'}, {"copy-ram", 0, 0, 'C'},
-		{"spin-us", 1, 0, 'U'}, {"write-stage", 1, 0, 'W'}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"spin-us", 1, 0, 'U'}, {"write-stage", 1, 0, 'W'}, {"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	unsigned long v;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "a:p:n:N:s:b:DH:I:m:q:Q:S:L:w:vh", lo, NULL)) != -1) {
@@ -151,7 +152,8 @@ int main(int argc, char **argv)
 {
 	static struct tgt t;
 	struct tgt_cfg *cfg = &t.cfg;
-	struct opts o = {.tr = {.port = 4420, .slots = 1024, .write_stage = -1}, .size = 64 << 20, .bs = 512};
+	struct opts o = {.tr = {.port = 4420, .slots = 1024, .write_stage = -1},
+			 .size = 64 << 20, .bs = 512};
 	snprintf(cfg->subnqn, sizeof(cfg->subnqn), "%s", DEFAULT_NQN);
 	cfg->icd_max = 16384;
 	cfg->max_io = 131072;

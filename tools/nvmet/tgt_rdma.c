@@ -932,9 +932,6 @@ static int setup_context(struct tr *tr)
 	return tr->pd && tr->cm ? 0 : -1;
 }
 
-/* A RAM namespace is the sink of the host's Write data and the source of
- * its Read data: one registration each, local only (READ_SINK: no host
- * can reach a namespace but through its own commands). */
 /* The bound of stage_write: the option, or twice the L2 cache of the
  * CPU (2 MiB where the C library cannot tell). */
 static uint64_t stage_max(const struct tr_opts *o)
@@ -945,6 +942,9 @@ static uint64_t stage_max(const struct tr_opts *o)
 	return 2 * (l2 > 0 ? (uint64_t)l2 : 1u << 20);
 }
 
+/* A RAM namespace is the sink of the host's Write data and the source of
+ * its Read data: one registration each, local only (READ_SINK: no host
+ * can reach a namespace but through its own commands). */
 static int setup_in_place(struct tr *tr)
 {
 	const struct tgt_cfg *cfg = &tr->t->cfg;
