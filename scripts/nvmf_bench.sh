@@ -15,7 +15,9 @@
 # 128 MiB more receive buffers per loop; the default IOCCSZ is 16 KiB, as
 # far as Linux's host uses in-capsule data), and against a third target
 # whose loops poll while their own RDMA READs are out (--spin-us 50),
-# beside the default target at QD 32. The targets run NVMF_BENCH_LOOPS loops
+# beside the default target at QD 32; last, 4 KiB random writes at QD 1
+# and 128 KiB writes at QD 8 and 32 with both hosts polling instead of
+# sleeping when idle (iwarp-nvmf-perf --spin, the baseline's too). The targets run NVMF_BENCH_LOOPS loops
 # (default 2): I/O queue q is served by loop (q - 1) mod loops. Prints
 # IOPS, MB/s, p99, the iWARP/TCP ratio of IOPS, the CPU seconds the
 # target's loop threads used during the load (from /proc/PID/task, so the
@@ -94,9 +96,10 @@ row() {
 	r=0
 	while [ $r -lt "$runs" ]; do
 		before=$(loop_ticks)
-		"$PERF" -a 127.0.0.1 -p "$NP" -r "$1" -b "$2" -d "$3" -q "$4" -t "$secs" >"$TMP/i" 2>&1
+		"$PERF" -a 127.0.0.1 -p "$NP" -r "$1" -b "$2" -d "$3" -q "$4" -t "$secs" $HOSTF \
+			>"$TMP/i" 2>&1
 		cpu=$(cpu_delta "$before" "$(loop_ticks)")
-		"$PERF" --tcp -a 127.0.0.1 -p "$TP" -r "$1" -b "$2" -d "$3" -q "$4" -t "$secs" \
+		"$PERF" --tcp -a 127.0.0.1 -p "$TP" -r "$1" -b "$2" -d "$3" -q "$4" -t "$secs" $HOSTF \
 			>"$TMP/t" 2>&1
 		ios=$(sed -n 's/^RESULT ios=\([0-9]*\).*/\1/p' "$TMP/i")
 		echo "$(field iops "$TMP/i") $(field mbps "$TMP/i") $(field p99_us "$TMP/i")" \
@@ -110,16 +113,21 @@ row() {
 printf '%-26s %-24s %7s %7s   %-24s %7s %7s   %-16s %6s %-20s\n' load "iWARP IOPS" "MB/s" \
 	"p99 us" "TCP IOPS" "MB/s" "p99 us" ratio "CPU s" "IOPS/core"
 # LOAD BS QD QUEUES TARGET (1: default, 2: -I 131072, 3: --spin-us 50)
+# [poll: both hosts, iWARP's and the baseline's, poll without sleeping]
 for load in "randread 4096 1 1 1" "randread 4096 32 1 1" "randwrite 4096 1 1 1" \
 	"randwrite 4096 32 1 1" "read 131072 8 1 1" "write 131072 8 1 1" "write 131072 8 1 2" \
 	"randread 4096 32 2 1" "randwrite 4096 32 2 1" "write 131072 8 1 3" \
-	"write 131072 32 1 1" "write 131072 32 1 2" "write 131072 32 1 3"; do
+	"write 131072 32 1 1" "write 131072 32 1 2" "write 131072 32 1 3" \
+	"randwrite 4096 1 1 1 poll" "write 131072 8 1 1 poll" "write 131072 32 1 1 poll"; do
 	set -- $load
+	HOSTF=
+	[ "${6:-}" = poll ] && HOSTF=--spin
 	eval "TPID=\$TPID$5 NP=\$NP$5"
 	row "$@"
 	name="$1 $2 qd$3 q$4"
 	[ "$5" = 2 ] && name="$name I128K"
 	[ "$5" = 3 ] && name="$name spin"
+	[ -n "$HOSTF" ] && name="$name poll"
 	printf '%-26s %-24s %7s %7s   %-24s %7s %7s   %-16s %6s %-20s\n' "$name" \
 		"$(med "$TMP/rows" 1 %.0f)" "$(mid "$TMP/rows" 2 %.1f)" "$(mid "$TMP/rows" 3 %.1f)" \
 		"$(med "$TMP/rows" 4 %.0f)" "$(mid "$TMP/rows" 5 %.1f)" "$(mid "$TMP/rows" 6 %.1f)" \
@@ -130,4 +138,5 @@ echo " the median of the rounds' iWARP/TCP IOPS ratios; CPU s: CPU seconds of th
 echo " together during the iWARP load; IOPS/core: I/Os per CPU-second of those loops;"
 echo " $loops target loops; I128K: the target with -I 131072;"
 echo " spin: the target with --spin-us 50, its loops poll while their RDMA READs are out;"
+echo " poll: both hosts (iwarp-nvmf-perf and its --tcp baseline) poll and never sleep (--spin);"
 echo " load average $(cut -d' ' -f1 /proc/loadavg))"

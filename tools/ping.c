@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -102,7 +103,12 @@ __attribute__((format(printf, 1, 2))) static void dbg(const char *fmt, ...)
 
 static const char *addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
-	char host[NI_MAXHOST], serv[NI_MAXSERV];
+	/* Numeric only: an IPv6 address with its scope, and a port. Sized to
+	 * that (getnameinfo fails rather than truncate), so that the callers'
+	 * buffers provably hold the result; with NI_MAXHOST, builds whose
+	 * inlining lets GCC see the 80-octet buffer (-fprofile-use) failed
+	 * -Werror=format-truncation. */
+	char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 1], serv[8];
 	socklen_t sl = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						 : sizeof(struct sockaddr_in);
 	if (getnameinfo((const struct sockaddr *)ss, sl, host, sizeof(host), serv, sizeof(serv),
