@@ -140,6 +140,8 @@ struct iw_irqe {
 #define IW_TXQ_RESERVE_HDR 256
 /* An FPDU this small is copied whole into hdr (qp_txq.c). */
 #define IW_TXQ_COPY_MAX 256
+/* So is one up to this size that finds the queue empty (qp_txq.c). */
+#define IW_TXQ_LONE_MAX 8192
 /* With markers on, larger FPDUs are framed whole into a staging area
  * (qp_txq.c), one iovec for many of them. It starts at the first size (two
  * of the largest FPDUs) and doubles up to the second each time a batch
