@@ -17,8 +17,9 @@
 # whose loops poll while their own RDMA READs are out (--spin-us 50),
 # beside the default target at QD 32; last, 4 KiB random writes at QD 1
 # and 128 KiB writes at QD 8 and 32 with both hosts polling instead of
-# sleeping when idle (iwarp-nvmf-perf --spin, the baseline's too). The targets run NVMF_BENCH_LOOPS loops
-# (default 2): I/O queue q is served by loop (q - 1) mod loops. Prints
+# sleeping when idle (iwarp-nvmf-perf --spin, the baseline's too). The
+# targets run NVMF_BENCH_LOOPS loops (default 2): I/O queue q is served
+# by loop (q - 1) mod loops. Prints
 # IOPS, MB/s, p99, the iWARP/TCP ratio of IOPS, the CPU seconds the
 # target's loop threads used during the load (from /proc/PID/task, so the
 # machine's other load does not count) and the IOPS per CPU-second of

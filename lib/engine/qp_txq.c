@@ -245,7 +245,7 @@ static size_t flat_max(const struct iw_qp *qp)
 {
 	const struct iw_txq *q = qp->txq;
 	size_t room = IW_TXQ_HDR - q->hdr_used;
-	if (q->cnt == q->first && !qp->ftx.markers && room > IW_TXQ_RESERVE_HDR)
+	if (iw_txq_empty(q) && !qp->ftx.markers && room > IW_TXQ_RESERVE_HDR)
 		room -= IW_TXQ_RESERVE_HDR;
 	else if (room > IW_TXQ_COPY_MAX)
 		return IW_TXQ_COPY_MAX;
