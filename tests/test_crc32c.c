@@ -174,54 +174,6 @@ START_TEST(long_random_buffer)
 }
 END_TEST
 
-/* iw_crc32c_copy: the copy exact, nothing written around it, and the CRC
- * state that iw_crc32c_update gives over the same octets, for lengths on
- * both sides of the 256-octet rounds of its folding path, any alignment of
- * either buffer and any incoming state. */
-static void copy_case(const uint8_t *src, uint8_t *dst, size_t len, size_t so, size_t dof,
-		      uint32_t st)
-{
-	memset(dst, 0xa5, len + 128);
-	uint32_t got = iw_crc32c_copy(st, dst + dof, src + so, len);
-	ck_assert_uint_eq(got, iw_crc32c_update(st, src + so, len));
-	ck_assert_mem_eq(dst + dof, src + so, len);
-	for (size_t i = 0; i < dof; i++)
-		ck_assert_uint_eq(dst[i], 0xa5);
-	for (size_t i = dof + len; i < len + 128; i++)
-		ck_assert_uint_eq(dst[i], 0xa5);
-}
-
-START_TEST(copy_crc)
-{
-	static const size_t lens[] = {0, 1, 4, 255, 256, 257, 300, 511, 512, 513, 768, 4096,
-				      4112, 8192, 65536 + 3};
-	const size_t max = 65536 + 3 + 64;
-	uint8_t *src = malloc(max), *dst = malloc(max + 128);
-	uint32_t seed = 0xBADC0DE;
-
-	ck_assert_ptr_nonnull(src);
-	ck_assert_ptr_nonnull(dst);
-	for (size_t i = 0; i < max; i++) {
-		seed = seed * 1664525u + 1013904223u;
-		src[i] = (uint8_t)(seed >> 24);
-	}
-	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
-		for (size_t a = 0; a < 64; a += 7) {
-			seed = seed * 1664525u + 1013904223u;
-			copy_case(src, dst, lens[i], a, (a * 5 + 3) % 64, seed);
-		}
-	for (int n = 0; n < 2000; n++) {
-		seed = seed * 1664525u + 1013904223u;
-		copy_case(src, dst, seed % 9000, (seed >> 16) % 64, (seed >> 22) % 64, seed * 31u);
-	}
-	/* One shot from the initial state against the bitwise reference. */
-	ck_assert_uint_eq(iw_crc32c_final(iw_crc32c_copy(IW_CRC32C_INIT, dst, src, 4112)),
-			  tu_ref_crc32c(src, 4112));
-	free(src);
-	free(dst);
-}
-END_TEST
-
 Suite *suite_crc32c(void)
 {
 	Suite *s = suite_create("crc32c");
@@ -236,7 +188,6 @@ Suite *suite_crc32c(void)
 	tcase_add_test(tc, iovec_form);
 	tcase_add_loop_test(tc, residue, 0, NUM_VECS);
 	tcase_add_test(tc, long_random_buffer);
-	tcase_add_test(tc, copy_crc);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,8 +10,4 @@
 static inline void iw_crc32c_put_wire(uint8_t out[4], uint32_t crc) { iw_put_le32(out, crc); }
 static inline uint32_t iw_crc32c_get_wire(const uint8_t in[4]) { return iw_get_le32(in); }
 
-/* Copy len octets from src to dst (not overlapping) and return the CRC
- * state after them, continuing state as iw_crc32c_update does. */
-uint32_t iw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len);
-
 #endif

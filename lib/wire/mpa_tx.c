@@ -328,52 +328,25 @@ static size_t flat_wire_len(const struct iw_fpdu_tx *tx, uint32_t ulpdu_len)
 	return iw_fpdu_wire_len(tx->stream_off, ulpdu_len, tx->markers);
 }
 
-/* The FPDU's octets before the CRC field: length, header, payload, pad.
- * st non-NULL: the CRC state over them too, the payload's taken as it is
- * copied (iw_crc32c_copy), one pass over it instead of a copy and then a
- * CRC over the copy (about 50 of 170 cycles for 4 KiB). */
-static size_t flat_body(uint8_t *dst, const uint8_t *hdr, size_t hdr_len,
-			const struct iovec *payload, int payload_cnt, uint32_t ulpdu_len,
-			uint32_t *st)
-{
-	size_t pos = 2 + hdr_len, pad = iw_mpa_pad(ulpdu_len);
-	iw_put_be16(dst, (uint16_t)ulpdu_len);
-	memcpy(dst + 2, hdr, hdr_len);
-	if (st)
-		*st = iw_crc32c_update(IW_CRC32C_INIT, dst, pos);
-	for (int i = 0; i < payload_cnt; i++) {
-		size_t n = payload[i].iov_len; /* a NULL base may come with length 0 */
-		if (n && st)
-			*st = iw_crc32c_copy(*st, dst + pos, payload[i].iov_base, n);
-		else if (n)
-			memcpy(dst + pos, payload[i].iov_base, n);
-		pos += n;
-	}
-	memset(dst + pos, 0, pad);
-	if (st && pad)
-		*st = iw_crc32c_update(*st, dst + pos, pad);
-	return pos + pad;
-}
-
-/* Below this a payload is copied and then covered by one CRC call with the
- * rest: the fused copy works in 256-octet rounds, and the extra calls
- * would cost a small FPDU more than they save. */
-#define FLAT_FUSE_MIN 1024
-
 /* Without markers an FPDU is its parts end to end: one copy each, where
  * flat_put, which watches for markers, cost five calls and their loops
  * per FPDU of a ping-pong. */
 static void flat_plain(const struct iw_fpdu_tx *tx, uint8_t *dst, const uint8_t *hdr,
-		       size_t hdr_len, const struct iovec *payload, int payload_cnt,
-		       uint32_t ulpdu_len)
+			 size_t hdr_len, const struct iovec *payload, int payload_cnt,
+			 uint32_t ulpdu_len)
 {
-	bool fuse = tx->crc && ulpdu_len >= FLAT_FUSE_MIN;
-	uint32_t st = IW_CRC32C_INIT;
-	size_t pos = flat_body(dst, hdr, hdr_len, payload, payload_cnt, ulpdu_len,
-			       fuse ? &st : NULL);
-	if (tx->crc && !fuse)
-		st = iw_crc32c_update(IW_CRC32C_INIT, dst, pos);
-	iw_crc32c_put_wire(dst + pos, tx->crc ? iw_crc32c_final(st) : 0);
+	size_t pos = 2 + hdr_len, pad = iw_mpa_pad(ulpdu_len);
+	iw_put_be16(dst, (uint16_t)ulpdu_len);
+	memcpy(dst + 2, hdr, hdr_len);
+	for (int i = 0; i < payload_cnt; i++) {
+		if (payload[i].iov_len) /* a NULL base may come with length 0 */
+			memcpy(dst + pos, payload[i].iov_base, payload[i].iov_len);
+		pos += payload[i].iov_len;
+	}
+	memset(dst + pos, 0, pad);
+	pos += pad;
+	uint32_t crc = tx->crc ? iw_crc32c_final(iw_crc32c_update(IW_CRC32C_INIT, dst, pos)) : 0;
+	iw_crc32c_put_wire(dst + pos, crc);
 }
 
 /* The contiguous fast path (mpa_tx.h): the same octets as iw_fpdu_encode
