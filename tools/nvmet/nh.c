@@ -17,6 +17,10 @@
 
 #include "nh.h"
 
+/* Responses taken per poll, and so commands per sendmsg: a fraction of
+ * the queue depth, as the target's CQ_BATCH (tgt_rdma.c), so that the two
+ * sides work at once instead of taking turns over whole queues. */
+#define POLL_BATCH 8
 #define WR_SEND 1ull
 #define WR_REG 2ull
 
@@ -386,9 +390,9 @@ static void on_rsp(struct nh_queue *q, const struct iw_wc *wc)
 
 static int poll_queue(struct nh_queue *q)
 {
-	struct iw_wc wc[32];
+	struct iw_wc wc[POLL_BATCH];
 	int n, got = 0;
-	while (q->cq && (n = iw_poll_cq(q->cq, 32, wc)) > 0) {
+	while (q->cq && (n = iw_poll_cq(q->cq, POLL_BATCH, wc)) > 0) {
 		q->corking = true;
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IW_WC_SUCCESS) {

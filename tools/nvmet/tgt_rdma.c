@@ -62,7 +62,13 @@
 #include "tgt_rdma.h"
 
 #define MAX_ORD 16
-#define CQ_BATCH 32
+/* Completions taken per poll, and so responses per sendmsg (cork_flush
+ * after each batch). Not the whole queue: with batches of 32 at QD 32 the
+ * host and the target took turns, each asleep while the other worked on
+ * all 32 (4 KiB random writes at QD 32: 210 K IOPS, 0.4 CPU on each
+ * side); batches of 8 keep both at work, 500 K (README, "Serving
+ * NVMe-oF from userspace"). nh.c takes its responses the same way. */
+#define CQ_BATCH 8
 #define SLOT_SLACK 32 /* receives posted beyond two per queue entry */
 #define LOOP_EVS 4 /* mailbox; loop 0: CM, async events, tick */
 
